@@ -1,0 +1,222 @@
+// Typed client of the plugin's HTTP API. Every URL is relative to the directory the bundle
+// was loaded from (data/plugin/npu_profiler/), so the plugin works under
+// `tensorboard --path_prefix=/x` and behind a reverse proxy, and never leaves the origin.
+
+export type RunState = 'loading' | 'ready' | 'error';
+
+export interface FileError {
+  path: string;
+  message: string;
+}
+
+export interface RunSummary {
+  name: string;
+  state: RunState;
+  progress: number;
+  errors: FileError[];
+}
+
+export interface Worker {
+  name: string;
+  rank: number | null;
+  device: string;
+  producer: string;
+  spans: string[];
+}
+
+export interface RunInfo {
+  name: string;
+  views: string[];
+  workers: Worker[];
+}
+
+export interface Step {
+  step: number | string;
+  total_us: number;
+  breakdown: Record<string, number>;
+}
+
+export interface StepsResponse {
+  categories: string[];
+  steps: Step[];
+}
+
+export type Row = Record<string, unknown>;
+
+export interface TablePage<R = Row> {
+  total_rows: number;
+  rows: R[];
+}
+
+export interface KernelRow {
+  name?: string;
+  type?: string;
+  core?: string;
+  calls: number;
+  total_us: number;
+  avg_us: number;
+  min_us: number;
+  max_us: number;
+  wait_us: number;
+}
+
+export interface OperatorRow {
+  name: string;
+  input_shapes?: string;
+  calls: number;
+  host_self_us: number;
+  host_total_us: number;
+  device_self_us: number;
+  device_total_us: number;
+}
+
+export interface StacksResponse {
+  stacks: { stack: string; calls: number }[];
+}
+
+export interface MemoryResponse {
+  devices: { device: string; peak_allocated_mb: number; peak_reserved_mb: number }[];
+  curves: { device: string; component: string; points: [number, number, number][] }[];
+  component_peaks: { device: string; component: string; peak_reserved_mb: number }[];
+  start_us: number;
+}
+
+export interface AllocationRow {
+  name: string;
+  device: string;
+  size_kb: number;
+  alloc_us: number;
+  release_us: number | null;
+  duration_us: number | null;
+}
+
+/** Identifies one profile: a (run, worker, span). */
+export interface ProfileKey {
+  run: string;
+  worker: string;
+  span: string;
+}
+
+export interface TableQuery {
+  limit?: number;
+  offset?: number;
+  sort?: string;
+  search?: string;
+}
+
+export type Params = Record<string, string | number | undefined | null>;
+
+/** An API error with the backend's message (`{"error": "..."}`) or the HTTP status. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** Backend answer meaning "still reading files, ask again": `{"state":"loading","progress":p}`. */
+export interface LoadingAnswer {
+  state: 'loading';
+  progress?: number;
+}
+
+export function isLoadingAnswer(v: unknown): v is LoadingAnswer {
+  return typeof v === 'object' && v !== null && (v as { state?: unknown }).state === 'loading' &&
+    !('rows' in v) && !('runs' in v);
+}
+
+function defaultBase(): string {
+  // The directory of this module: .../data/plugin/npu_profiler/
+  try {
+    return new URL('./', import.meta.url).href;
+  } catch {
+    return new URL('./', document.baseURI).href;
+  }
+}
+
+let apiBase = defaultBase();
+
+/** Overrides the API base (tests). */
+export function setApiBase(base: string): void {
+  apiBase = base.endsWith('/') ? base : `${base}/`;
+}
+
+export function getApiBase(): string {
+  return apiBase;
+}
+
+/** Builds the absolute URL of a route; parameters that are undefined, null or "" are left out. */
+export function apiUrl(route: string, params: Params = {}, base: string = apiBase): string {
+  const url = new URL(route.replace(/^\/+/, ''), base);
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v));
+  }
+  return url.href;
+}
+
+export function profileParams(key: ProfileKey, extra: Params = {}): Params {
+  return { run: key.run, worker: key.worker, span: key.span, ...extra };
+}
+
+export function tableParams(q: TableQuery): Params {
+  return { limit: q.limit, offset: q.offset, sort: q.sort, search: q.search };
+}
+
+/** GET a JSON route; throws ApiError with the backend's message on failure. */
+export async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
+  const url = apiUrl(route, params);
+  let resp: Response;
+  try {
+    resp = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } });
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') throw e;
+    throw new ApiError(`Cannot reach the TensorBoard server (${(e as Error).message})`, 0);
+  }
+  const text = await resp.text();
+  let body: unknown = undefined;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (!resp.ok) {
+    const msg =
+      body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string'
+        ? (body as { error: string }).error
+        : `HTTP ${resp.status} ${resp.statusText}`.trim();
+    throw new ApiError(msg, resp.status);
+  }
+  if (body === undefined) throw new ApiError(`Invalid JSON from ${route}`, resp.status);
+  return body as T;
+}
+
+export const api = {
+  runs: (signal?: AbortSignal) => getJson<{ runs: RunSummary[] }>('runs', {}, signal),
+  run: (run: string, signal?: AbortSignal) => getJson<RunInfo>('run', { run }, signal),
+  steps: (key: ProfileKey, signal?: AbortSignal) => getJson<StepsResponse>('steps', profileParams(key), signal),
+  kernels: (key: ProfileKey, groupBy: string, q: TableQuery, step?: string, signal?: AbortSignal) =>
+    getJson<TablePage<KernelRow>>('kernels', profileParams(key, { group_by: groupBy, step, ...tableParams(q) }), signal),
+  operators: (key: ProfileKey, groupBy: string, q: TableQuery, signal?: AbortSignal) =>
+    getJson<TablePage<OperatorRow>>('operators', profileParams(key, { group_by: groupBy, ...tableParams(q) }), signal),
+  operatorStack: (key: ProfileKey, name: string, inputShapes: string | undefined, signal?: AbortSignal) =>
+    getJson<StacksResponse>('operators/stack', profileParams(key, { name, input_shapes: inputShapes }), signal),
+  memory: (key: ProfileKey, signal?: AbortSignal) => getJson<MemoryResponse>('memory', profileParams(key), signal),
+  allocations: (key: ProfileKey, range: { start_us?: number; end_us?: number }, q: TableQuery, signal?: AbortSignal) =>
+    getJson<TablePage<AllocationRow>>(
+      'memory/allocations',
+      profileParams(key, { start_us: range.start_us, end_us: range.end_us, ...tableParams(q) }),
+      signal,
+    ),
+  traceDownloadUrl: (key: ProfileKey) => apiUrl('trace/download', profileParams(key)),
+};
+
+/** The CSV export URL of a table route: same filters and sort, no paging, format=csv. */
+export function csvUrl(route: string, params: Params): string {
+  const p: Params = { ...params, format: 'csv' };
+  delete p.limit;
+  delete p.offset;
+  return apiUrl(route, p);
+}

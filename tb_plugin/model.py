@@ -1,0 +1,260 @@
+"""The normalized columnar model every reader produces and every analysis consumes.
+
+One `Profile` per (run, worker, span). Each table is a pandas DataFrame whose columns are
+declared below as data (`SCHEMAS`), so a reader only fills what its producer has and
+`conform()` adds the rest as empty, typed columns. Views state plainly what a profile lacks
+by checking `Profile.has(table)`.
+
+Units, everywhere in the model:
+- time: integer nanoseconds (int64). Absolute timestamps are ns since the epoch where the
+  producer wrote epoch times (Ascend, kineto), otherwise the producer's own clock in ns.
+- durations: integer nanoseconds (int64).
+- memory: MB (float64, MiB = bytes / 1024**2) unless the column name says otherwise.
+- communication times: ns; sizes: MB.
+The HTTP API converts to microseconds.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# Column name -> dtype. "string" columns are stored as pandas "string" (pyarrow backed when
+# available) or categorical for highly repeated names; "Int64" is nullable integer.
+SCHEMAS: dict[str, dict[str, str]] = {
+    # Timeline tracks: one per (process, thread) of the trace. `kind` groups tracks for the
+    # views: host (framework ops), python, cann (CANN API), device (hardware streams),
+    # communication, overlap (Overlap Analysis), counter, other.
+    "tracks": {
+        "track_id": "int32",
+        "process": "string",
+        "thread": "string",
+        "pid": "string",
+        "tid": "string",
+        "kind": "string",
+        "process_sort": "int32",
+        "thread_sort": "int32",
+        "device_id": "Int64",
+    },
+    # Complete (X) events. `args` holds the event's args object as compact JSON text (or
+    # empty), kept for details on demand.
+    "slices": {
+        "track_id": "int32",
+        "start_ns": "int64",
+        "dur_ns": "int64",
+        "depth": "int16",
+        "name": "category",
+        "cat": "category",
+        "args": "string",
+    },
+    # Flow endpoints (s / t / f). `flow_id` is the producer's id as text; `name` the flow's
+    # name (torch_to_npu, HostToDevice..., fwdbwd, ac2g...).
+    "flows": {
+        "flow_id": "string",
+        "name": "category",
+        "cat": "category",
+        "phase": "category",
+        "track_id": "int32",
+        "ts_ns": "int64",
+    },
+    # Counter samples (C events, kineto [memory] totals are memory_records instead).
+    "counters": {
+        "track_id": "int32",
+        "ts_ns": "int64",
+        "series": "category",
+        "value": "float64",
+    },
+    # Device kernels / tasks: one row per kernel_details / op_summary row, or per kineto
+    # kernel event. core_type: AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC, MIX_AIV,
+    # COMMUNICATION, ... for NPU; the CUDA kernel "type" (kernel/memcpy/memset) for GPU.
+    "kernels": {
+        "name": "category",
+        "type": "category",
+        "core_type": "category",
+        "start_ns": "int64",
+        "dur_ns": "int64",
+        "wait_ns": "int64",
+        "step": "Int64",
+        "device_id": "Int64",
+        "stream_id": "Int64",
+        "block_dim": "Int64",
+        "input_shapes": "string",
+        "input_dtypes": "string",
+        "output_shapes": "string",
+    },
+    # Framework operator instances (one row per op call, every nesting level, no
+    # ProfilerStep rows). input_shapes / call_stack are display strings ("" when absent);
+    # call_stack frames are separated by "\n".
+    "operators": {
+        "name": "category",
+        "input_shapes": "string",
+        "call_stack": "string",
+        "start_ns": "int64",
+        "host_self_ns": "int64",
+        "host_total_ns": "int64",
+        "device_self_ns": "int64",
+        "device_total_ns": "int64",
+        "step": "Int64",
+    },
+    # Steps: id, window and the time breakdown. Breakdown columns are named
+    # `bd_<category>` in ns; `total_ns` is the step time as the producer defines it.
+    "steps": {
+        "step": "int64",
+        "start_ns": "int64",
+        "end_ns": "int64",
+        "total_ns": "int64",
+    },
+    # Memory curves: one sample per row. component: PTA, GE, PTA+GE, APP, WORKSPACE,
+    # MindSpore, ... or kineto's "PyTorch" allocator. device: "NPU:0", "GPU:0", "CPU".
+    "memory_records": {
+        "component": "category",
+        "device": "category",
+        "ts_ns": "int64",
+        "allocated_mb": "float64",
+        "reserved_mb": "float64",
+        "active_mb": "float64",
+    },
+    # Allocations attributed to operators (operator_memory.csv, kineto alloc/free pairs).
+    # release_ns is -1 when the block was not released inside the window.
+    "memory_allocations": {
+        "name": "category",
+        "device": "category",
+        "size_kb": "float64",
+        "alloc_ns": "int64",
+        "release_ns": "int64",
+        "duration_ns": "int64",
+        "alloc_total_allocated_mb": "float64",
+        "alloc_total_reserved_mb": "float64",
+    },
+    # Per CANN module reserved memory (npu_module_mem.csv).
+    "module_memory": {
+        "component": "category",
+        "device": "category",
+        "ts_ns": "int64",
+        "reserved_mb": "float64",
+    },
+    # Communication operators (communication.json, one row per op per step).
+    "communication_ops": {
+        "step": "Int64",
+        "name": "string",
+        "group": "string",
+        "kind": "category",           # collective | p2p
+        "start_ns": "int64",
+        "elapse_ns": "int64",
+        "transit_ns": "int64",
+        "wait_ns": "int64",
+        "sync_ns": "int64",
+        "idle_ns": "int64",
+        "transit_size_mb": "float64",
+    },
+    # Communication matrix links (communication_matrix.json), per op and link.
+    "communication_links": {
+        "step": "Int64",
+        "op": "string",
+        "src_rank": "int64",
+        "dst_rank": "int64",
+        "transport": "category",
+        "transit_size_mb": "float64",
+        "transit_ns": "int64",
+        "bandwidth_gbps": "float64",
+    },
+}
+
+TABLES = tuple(SCHEMAS)
+
+
+def empty_table(table: str) -> pd.DataFrame:
+    return conform(pd.DataFrame(), table)
+
+
+def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
+    if dtype in ("int64", "int32", "int16"):
+        return np.zeros(n, dtype=dtype)
+    if dtype == "float64":
+        return np.full(n, np.nan)
+    if dtype == "Int64":
+        return pd.array([pd.NA] * n, dtype="Int64")
+    if dtype == "category":
+        return pd.Categorical([""] * n)
+    return pd.array([""] * n, dtype="string")
+
+
+def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFrame:
+    """Return `df` with exactly the schema's columns (in order) and dtypes.
+
+    Missing columns are added empty; extra columns are dropped unless `keep_extra`
+    (breakdown columns of `steps` and PMU columns of `kernels` are kept that way).
+    """
+    schema = SCHEMAS[table]
+    n = len(df)
+    out = {}
+    for col, dtype in schema.items():
+        if col in df.columns:
+            s = df[col]
+            if str(s.dtype) != dtype:
+                if dtype == "category":
+                    s = s.astype("string").fillna("").astype("category")
+                elif dtype == "string":
+                    s = s.astype("string").fillna("")
+                elif dtype in ("int64", "int32", "int16"):
+                    s = pd.to_numeric(s, errors="coerce").fillna(0).astype(dtype)
+                else:
+                    s = s.astype(dtype)
+            out[col] = s.reset_index(drop=True) if isinstance(s, pd.Series) else s
+        else:
+            out[col] = _empty_column(dtype, n)
+    result = pd.DataFrame(out)
+    if keep_extra:
+        for col in df.columns:
+            if col not in schema:
+                result[col] = df[col].reset_index(drop=True)
+    return result
+
+
+@dataclasses.dataclass
+class FileError:
+    """A problem with one input file; `path` is relative to the logdir."""
+
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+@dataclasses.dataclass
+class Profile:
+    """Everything known about one worker-span, in normalized tables.
+
+    `meta` keys (all optional): producer (torch_npu|mindspore|msprof|kineto), device
+    (npu|gpu|cpu), rank, device_id, world_size, profiler_level, step_categories (ordered
+    list of breakdown categories present in steps), versions, distributed (dict).
+    """
+
+    tables: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    errors: list[FileError] = dataclasses.field(default_factory=list)
+
+    def table(self, name: str) -> pd.DataFrame:
+        df = self.tables.get(name)
+        if df is None:
+            return empty_table(name)
+        return df
+
+    def has(self, name: str) -> bool:
+        df = self.tables.get(name)
+        return df is not None and len(df) > 0
+
+    def set(self, name: str, df: pd.DataFrame, keep_extra: bool = False) -> None:
+        self.tables[name] = conform(df, name, keep_extra=keep_extra)
+
+    def step_categories(self) -> list[str]:
+        cats = self.meta.get("step_categories")
+        if cats:
+            return list(cats)
+        steps = self.tables.get("steps")
+        if steps is None:
+            return []
+        return [c[3:] for c in steps.columns if c.startswith("bd_")]

@@ -1,0 +1,58 @@
+"""Readers: one module per producer, turning a span's files into a normalized `Profile`.
+
+Contract: `read(span: SpanSource) -> Profile`.
+- Never raises for bad input: a file that cannot be read adds a `FileError` (path relative
+  to the logdir, a reason a user understands) to `profile.errors`, and the rest still loads.
+- Never analyses: readers fill the model tables with what the files say. Derived numbers
+  (step breakdowns computed from events, operator device time from kernels) belong to
+  `tb_plugin.analysis.derive`, which runs after the reader.
+- Shared parsing lives in `trace_json` (Chrome-trace JSON -> tracks/slices/flows/counters)
+  and `tolerant` (CSV quirks, exact timestamp parsing).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanSource:
+    """Where one worker-span's data lives, as found by discovery (names and sizes only).
+
+    producer: torch_npu | mindspore | msprof | kineto
+    root:     absolute path of the span's directory (`*_ascend_pt`, `*_ascend_ms`,
+              `PROF_*`) or, for kineto, of the trace file itself.
+    files:    absolute paths of every input file the reader may use (discovery lists them so
+              the cache key covers them); readers may still look inside `root`.
+    device_id: for msprof, the `device_N` the worker stands for (None otherwise).
+    """
+
+    logdir: str
+    run: str
+    worker: str
+    span: str
+    producer: str
+    root: str
+    files: tuple[str, ...]
+    rank: int | None = None
+    device_id: int | None = None
+
+    def rel(self, path: str) -> str:
+        """Path relative to the logdir, as shown to users in errors."""
+        try:
+            return os.path.relpath(path, self.logdir)
+        except ValueError:
+            return path
+
+
+def read(span: SpanSource):
+    """Dispatch to the producer's reader."""
+    from . import kineto, msprof, torch_npu  # noqa: local import keeps start-up cheap
+
+    readers = {
+        "torch_npu": torch_npu.read,
+        "mindspore": torch_npu.read_mindspore,
+        "msprof": msprof.read,
+        "kineto": kineto.read,
+    }
+    return readers[span.producer](span)

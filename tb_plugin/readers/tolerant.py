@@ -1,0 +1,240 @@
+"""Parsing quirks shared by every reader: exact decimal timestamps, trailing tabs, `N/A`,
+BOM / CRLF, non-UTF-8 bytes, files that are empty or truncated.
+
+Everything here is vectorized (pyarrow / numpy); no per-row Python on large inputs.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+NULL_TOKENS = ["", "N/A", "NA", "n/a", "NaN", "nan", "None", "null", "-"]
+
+
+class InputError(Exception):
+    """A file that cannot be used; the message says why in words a user understands."""
+
+
+def us_text_to_ns(values) -> np.ndarray:
+    """Parse microsecond timestamps/durations given as text (or numbers) to int64 ns, exactly.
+
+    Accepts "1700000000000100.250", "1700000000000100.25\\t", '"12.5"', "12", "1.25e3",
+    numbers, None/"N/A" (-> 0). Decimal strings are split at the point so no precision is lost
+    (a float64 near 1.7e15 µs has 0.25 µs spacing).
+    """
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.string())
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if pa.types.is_integer(arr.type):
+        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) * 1000
+    if pa.types.is_floating(arr.type):
+        f = arr.fill_null(0).to_numpy(zero_copy_only=False)
+        return np.round(np.nan_to_num(f) * 1000.0).astype(np.int64)
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.string())
+    elif not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.string())
+    s = pc.utf8_trim(arr, characters=' \t\r\n"').fill_null("")
+    m = pc.extract_regex(s, r"^(?P<sign>[-+]?)(?P<i>[0-9]*)(?:\.(?P<f>[0-9]*))?$")
+    plain = pc.is_valid(m).to_numpy(zero_copy_only=False)
+    m = m.fill_null({"sign": "", "i": "0", "f": ""})
+    int_digits = pc.struct_field(m, "i")
+    int_digits = pc.if_else(pc.equal(int_digits, ""), "0", int_digits)
+    # Read 4 fractional digits and round the 4th (0.1 ns) to the nearest ns.
+    frac4 = pc.utf8_slice_codeunits(pc.utf8_rpad(pc.struct_field(m, "f"), 4, "0"), 0, 4)
+    ints = int_digits.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    fracs = frac4.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    ns = ints * 1000 + (fracs + 5) // 10
+    neg = pc.equal(pc.struct_field(m, "sign"), "-").to_numpy(zero_copy_only=False)
+    if neg.any():
+        ns = np.where(neg, -ns, ns)
+    if not plain.all():
+        # Exponent forms or junk: float for those rows only; junk -> 0.
+        bad_idx = np.nonzero(~plain)[0]
+        texts = s.take(pa.array(bad_idx)).to_pylist()
+        for i, t in zip(bad_idx, texts):
+            try:
+                ns[i] = int(round(float(t) * 1000.0))
+            except (TypeError, ValueError, OverflowError):
+                ns[i] = 0
+    return ns.astype(np.int64)
+
+
+def to_float(values) -> np.ndarray:
+    """Numbers given as text ("12.5\\t", "N/A", "") to float64 (NaN for missing)."""
+    s = pd.Series(values)
+    if s.dtype.kind in "fiu":
+        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+    s = s.astype("string").str.strip()
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def to_ns(values) -> np.ndarray:
+    """Microsecond values (text or numbers) to int64 ns; missing -> 0."""
+    return us_text_to_ns(pd.Series(values).astype("string").fillna("").to_numpy(dtype=object)
+                         if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values)
+
+
+def _decode_bytes(raw: bytes, rel_path: str) -> tuple[str, list[str]]:
+    """Bytes -> text, tolerating BOM and non-UTF-8 bytes (reported as a warning)."""
+    warnings: list[str] = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warnings.append(f"{rel_path}: not valid UTF-8 (first bad byte at offset {exc.start});"
+                        " undecodable bytes were replaced")
+    return text, warnings
+
+
+def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
+             max_bytes: int = 8 << 30) -> tuple[pd.DataFrame, list[str]]:
+    """Read a profiler CSV into a DataFrame of text columns.
+
+    - header names are stripped (BOM, spaces, trailing tabs);
+    - every cell is text with surrounding whitespace and trailing `\\t` removed; `N/A`/empty
+      become <NA>;
+    - quoted fields with embedded CR LF (torch_npu call stacks) are handled by the parser;
+    - raises InputError naming the reason if the file is empty, unreadable, too large, or
+      lacks a required column; returns (frame, warnings) otherwise.
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}") from None
+    if size == 0:
+        raise InputError("file is empty")
+    if size > max_bytes:
+        raise InputError(f"file is {size / 2**30:.1f} GiB, larger than the {max_bytes / 2**30:.0f}"
+                         " GiB limit")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}") from None
+    warnings: list[str] = []
+    data = raw
+    if raw.startswith(b"\xef\xbb\xbf"):
+        data = raw[3:]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text, w = _decode_bytes(raw, rel_path)
+        warnings.extend(w)
+        data = text.encode("utf-8")
+    del raw
+    if not data.strip():
+        raise InputError("file is empty")
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(block_size=16 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types=None, strings_can_be_null=True, null_values=NULL_TOKENS,
+                auto_dict_encode=False, quoted_strings_can_be_null=True),
+        )
+        # Force every column to text, so callers decide the types.
+        table = pa.table({name: _as_text(col) for name, col in zip(table.column_names,
+                                                                  table.columns)})
+    except pa.ArrowInvalid as exc:
+        msg = str(exc).splitlines()[0]
+        raise InputError(f"not a valid CSV file: {msg}") from None
+    cols = [_clean_header(c) for c in table.column_names]
+    table = table.rename_columns(_dedupe(cols))
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise InputError(f"missing required column(s) {', '.join(missing)}"
+                         f" (has: {', '.join(table.column_names[:12])}"
+                         f"{'...' if table.num_columns > 12 else ''})")
+    df = table.to_pandas(types_mapper=lambda t: pd.StringDtype() if pa.types.is_string(t)
+                         or pa.types.is_large_string(t) else None)
+    for c in df.columns:
+        s = df[c]
+        s = s.str.strip()
+        df[c] = s.mask(s.isin(NULL_TOKENS))
+    return df, warnings
+
+
+def _as_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return col
+    if pa.types.is_null(col.type):
+        return pa.chunked_array([pa.nulls(len(col), pa.string())])
+    return pc.cast(col, pa.string())
+
+
+_HEADER_JUNK = re.compile(r"^[\ufeff\s]+|[\s\t]+$")
+
+
+def _clean_header(name: str) -> str:
+    return _HEADER_JUNK.sub("", name)
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}.{seen[n]}")
+        else:
+            seen[n] = 0
+            out.append(n)
+    return out
+
+
+def pick(df: pd.DataFrame, *names: str) -> str | None:
+    """First of `names` that is a column of `df` (header variants across versions)."""
+    for n in names:
+        if n in df.columns:
+            return n
+    lower = {c.lower(): c for c in df.columns}
+    for n in names:
+        if n.lower() in lower:
+            return lower[n.lower()]
+    return None
+
+
+def read_json_file(path: str, max_bytes: int = 256 << 20):
+    """Small JSON documents (profiler_info, communication.json): parsed with msgspec.
+
+    Raises InputError with the reason (empty, truncated, invalid at byte N, too large).
+    """
+    import msgspec
+
+    try:
+        size = os.path.getsize(path)
+        if size == 0:
+            raise InputError("file is empty")
+        if size > max_bytes:
+            raise InputError(f"file is {size / 2**20:.0f} MiB, larger than the"
+                             f" {max_bytes / 2**20:.0f} MiB limit for this kind of file")
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if not raw.strip():
+        raise InputError("file is empty")
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        fixed = re.sub(rb'(?<!")N/A(?!")', b'"N/A"', raw)
+        try:
+            return msgspec.json.decode(fixed)
+        except msgspec.DecodeError:
+            raise InputError(f"invalid JSON: {exc}") from None

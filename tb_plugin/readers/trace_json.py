@@ -1,0 +1,687 @@
+"""Chrome-trace JSON (trace_view.json, msprof_*.json, *.pt.trace.json[.gz]) -> columns.
+
+Why it is built this way: traces reach several GB. Building a Python dict per event costs
+~1 KB each and makes peak memory a multiple of the file. Instead the file is memory-mapped
+(gz files are first inflated to a temporary file), the event array is cut into chunks of a
+few MB at event boundaries, and each chunk is decoded by msgspec into small typed structs
+whose `ts`/`dur`/`args` stay raw bytes. The chunk becomes columns (numpy/pyarrow) and is
+dropped before the next one; pages already processed are released from memory. Event
+`args` are written as JSON text to an Arrow IPC side file (`args_path`), referenced by row,
+so the details of any event can be fetched later without keeping them in memory.
+
+Timestamps keep full precision: `"1700000000000100.250"` -> 1700000000000100250 ns.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import mmap
+import os
+import re
+import tempfile
+import zlib
+from typing import Any, Callable
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .tolerant import InputError, us_text_to_ns
+
+CHUNK_BYTES = 8 << 20
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_BARE_NA = re.compile(rb'(?<!")N/A(?!")')
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    name: Any = ""
+    cat: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: msgspec.Raw = msgspec.Raw()
+    dur: msgspec.Raw = msgspec.Raw()
+    id: Any = None
+    id2: Any = None
+    s: Any = None
+    args: msgspec.Raw = msgspec.Raw()
+
+
+class _TraceObject(msgspec.Struct):
+    traceEvents: msgspec.Raw = msgspec.Raw()
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_ANY = msgspec.json.Decoder()
+
+
+@dataclasses.dataclass
+class TraceTables:
+    """What a trace file holds, as columns.
+
+    tracks:   track_id, pid, tid, process, thread, process_sort, thread_sort, process_labels
+    slices:   track_id, start_ns, dur_ns, depth, name, cat, args_row (+ extracted arg columns)
+    flows:    flow_id, name, cat, phase, track_id, ts_ns
+    counters: track_id, ts_ns, series, value
+    instants: track_id, ts_ns, name, cat, args_row (+ extracted arg columns)
+    metadata: the top-level object's other keys (deviceProperties, distributedInfo, ...)
+    args:     args text by args_row: a pyarrow Table in memory, or None when written to
+              `args_path`
+    error:    a reason if the file was truncated/invalid part-way (events before it are kept)
+    """
+
+    tracks: pd.DataFrame
+    slices: pd.DataFrame
+    flows: pd.DataFrame
+    counters: pd.DataFrame
+    instants: pd.DataFrame
+    metadata: dict
+    args_path: str | None = None
+    args: pa.Table | None = None
+    error: str | None = None
+    event_count: int = 0
+
+
+def _key(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+class _ArgsSink:
+    """Collects args JSON text in event order, to a file or in memory."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.rows = 0
+        self._writer = None
+        self._batches: list[pa.RecordBatch] = []
+        self._schema = pa.schema([("args", pa.string())])
+
+    def add(self, texts: list) -> int:
+        first = self.rows
+        batch = pa.record_batch([pa.array(texts, pa.string())], schema=self._schema)
+        if self.path:
+            if self._writer is None:
+                self._writer = pa.ipc.new_file(self.path, self._schema)
+            self._writer.write_batch(batch)
+        else:
+            self._batches.append(batch)
+        self.rows += len(texts)
+        return first
+
+    def close(self) -> pa.Table | None:
+        if self.path:
+            if self._writer is None:
+                self._writer = pa.ipc.new_file(self.path, self._schema)
+            self._writer.close()
+            return None
+        return pa.Table.from_batches(self._batches, schema=self._schema)
+
+
+def _open_mapped(path: str, tmp_dir: str | None):
+    """Memory-map the file, inflating .gz first to a temp file. Returns (mmap, cleanup)."""
+    src = path
+    tmp_name = None
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        fd, tmp_name = tempfile.mkstemp(prefix="trace-", suffix=".json", dir=tmp_dir)
+        try:
+            with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as gz:
+                while True:
+                    block = gz.read(4 << 20)
+                    if not block:
+                        break
+                    out.write(block)
+        except (OSError, EOFError, zlib.error) as exc:
+            # Keep what was inflated; a truncated gz still yields its first events.
+            trunc_reason = f"gzip data is damaged or truncated ({exc})"
+            src = tmp_name
+            mm = _map(src)
+            return mm, tmp_name, trunc_reason
+        src = tmp_name
+    return _map(src), tmp_name, None
+
+
+def _map(path: str):
+    size = os.path.getsize(path)
+    if size == 0:
+        return None
+    with open(path, "rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release(mm, start: int, end: int) -> None:
+    """Drop already-processed pages from this process's resident memory."""
+    if mm is None or not hasattr(mm, "madvise"):
+        return
+    page = mmap.PAGESIZE
+    a = (start // page) * page
+    b = (end // page) * page
+    if b > a:
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, a, b - a)
+        except (OSError, ValueError):
+            pass
+
+
+def _locate_events(mm) -> tuple[int, int, dict, str | None]:
+    """Find the event array: (start offset of '[', end offset after ']', metadata, error)."""
+    n = len(mm)
+    i = 0
+    head = mm[: min(n, 4096)]
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    i = len(head) - len(stripped)
+    if not stripped:
+        return 0, 0, {}, "file is empty"
+    first = stripped[:1]
+    if first == b"[":
+        return i, n, {}, None
+    if first != b"{":
+        return 0, 0, {}, "not a Chrome trace: expected a JSON array or an object with traceEvents"
+    try:
+        obj = msgspec.json.decode(mm, type=_TraceObject)
+        raw = obj.traceEvents
+        meta_ok = True
+    except msgspec.DecodeError as exc:
+        raw = None
+        meta_ok = False
+        err = str(exc)
+    if meta_ok:
+        view = memoryview(raw)
+        if view.nbytes == 0:
+            return 0, 0, {}, "object has no traceEvents array"
+        # Offset of the Raw slice inside the map.
+        start = _find_subview_offset(mm, view)
+        metadata = _top_level_metadata(mm, start, start + view.nbytes)
+        return start, start + view.nbytes, metadata, None
+    # Invalid/truncated object: find '"traceEvents"' and parse the array as far as it goes.
+    pos = mm.find(b'"traceEvents"')
+    if pos < 0:
+        return 0, 0, {}, f"invalid JSON: {err}"
+    br = mm.find(b"[", pos)
+    if br < 0:
+        return 0, 0, {}, f"invalid JSON: {err}"
+    return br, n, {}, f"invalid JSON: {err}"
+
+
+def _find_subview_offset(mm, view: memoryview) -> int:
+    """The Raw returned by msgspec references the mapped buffer; find where it starts."""
+    probe = bytes(view[: min(64, view.nbytes)])
+    pos = mm.find(b'"traceEvents"')
+    while pos >= 0:
+        j = mm.find(probe, pos)
+        if j >= 0:
+            return j
+        pos = mm.find(b'"traceEvents"', pos + 1)
+    return mm.find(probe)
+
+
+class _Meta(msgspec.Struct):
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    displayTimeUnit: Any = None
+    schemaVersion: Any = None
+    traceName: Any = None
+    Framework: Any = None
+
+
+def _top_level_metadata(mm, start: int, end: int) -> dict:
+    """Top-level keys other than traceEvents, without decoding the events again."""
+    head = bytes(mm[:start]) + b"[]" + bytes(mm[end:])
+    try:
+        meta = msgspec.json.decode(head, type=_Meta)
+    except msgspec.DecodeError:
+        return {}
+    return {k: getattr(meta, k) for k in _Meta.__struct_fields__ if getattr(meta, k) is not None}
+
+
+def _next_chunk(mm, pos: int, end: int, target: int) -> tuple[list[_Event] | None, int, str | None]:
+    """Decode events from `pos` (just after '[' or ',') to a boundary near pos+target."""
+    search_from = pos + target
+    attempts = 0
+    while True:
+        if search_from >= end - 1:
+            # Last chunk: up to the closing bracket.
+            body = mm[pos:end]
+            text = body.rstrip()
+            if text.endswith(b"]"):
+                data = b"[" + text[:-1] + b"]" if not text.startswith(b"[") else text
+            else:
+                data = b"[" + text + b"]"
+            evs, err = _decode(data)
+            if evs is not None:
+                return evs, end, None
+            return _salvage(mm, pos, end, err)
+        m = _BOUNDARY.search(mm, search_from, end)
+        if m is None:
+            search_from = end
+            continue
+        cut = m.start() + 1
+        data = b"[" + mm[pos:cut] + b"]"
+        evs, err = _decode(data)
+        if evs is not None:
+            return evs, m.end() - 1, None
+        attempts += 1
+        if attempts >= 4:
+            return _salvage(mm, pos, cut, err)
+        search_from = m.end()
+
+
+def _decode(data: bytes):
+    try:
+        return _EVENTS.decode(data), None
+    except msgspec.DecodeError as exc:
+        if b"N/A" in data:
+            try:
+                return _EVENTS.decode(_BARE_NA.sub(b'"N/A"', data)), None
+            except msgspec.DecodeError:
+                pass
+        return None, str(exc)
+    except msgspec.ValidationError as exc:
+        return None, f"unexpected event structure: {exc}"
+
+
+def _salvage(mm, pos: int, end: int, err: str | None):
+    """A damaged region: keep the whole events before the damage, then stop."""
+    good: list[_Event] = []
+    lo = pos
+    # Walk boundaries one event at a time is too slow for big regions; bisect on boundaries.
+    bounds = [m.start() + 1 for m in _BOUNDARY.finditer(mm, pos, end)]
+    best = None
+    left, right = 0, len(bounds) - 1
+    while left <= right:
+        mid = (left + right) // 2
+        evs, _ = _decode(b"[" + mm[lo:bounds[mid]] + b"]")
+        if evs is not None:
+            best = (evs, mid)
+            left = mid + 1
+        else:
+            right = mid - 1
+    if best is not None:
+        good = best[0]
+    reason = f"JSON is truncated or invalid after byte {bounds[best[1]] if best else pos}: {err}"
+    return good, -1, reason
+
+
+def read_trace(path: str, *, args_path: str | None = None, tmp_dir: str | None = None,
+               extract_args: dict[str, str] | None = None,
+               extract_for: Callable[[str, str], bool] | None = None,
+               chunk_bytes: int = CHUNK_BYTES, max_bytes: int = 64 << 30) -> TraceTables:
+    """Read one Chrome-trace file into columns.
+
+    extract_args: column name -> arg key, copied into slices/instants columns for events where
+    `extract_for(ph, cat)` is true (default: all). Values are kept as Python objects.
+    Raises InputError if nothing at all can be read; partial damage is reported in `.error`.
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}") from None
+    if size == 0:
+        raise InputError("file is empty")
+    if size > max_bytes:
+        raise InputError(f"file is {size / 2**30:.1f} GiB, larger than the {max_bytes >> 30} GiB limit")
+    try:
+        mm, tmp_name, gz_error = _open_mapped(path, tmp_dir)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        if mm is None:
+            raise InputError("file is empty" if not gz_error else gz_error)
+        return _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error)
+    finally:
+        if mm is not None:
+            mm.close()
+        if tmp_name:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+
+
+class _Builder:
+    def __init__(self, sink: _ArgsSink, extract_args, extract_for):
+        self.sink = sink
+        self.track_ids: dict[tuple[str, str], int] = {}
+        self.meta_events: list[tuple[str, str, str, Any]] = []
+        self.extract_args = extract_args or {}
+        self.extract_for = extract_for
+        if self.extract_args:
+            fields = [(f"f{i}", Any, None) for i in range(len(self.extract_args))]
+            rename = {f"f{i}": key for i, key in enumerate(self.extract_args.values())}
+            self._args_type = msgspec.defstruct("_Args", fields, rename=rename, gc=False)
+            self._args_dec = msgspec.json.Decoder(self._args_type)
+        self.x_parts: list[dict] = []
+        self.i_parts: list[dict] = []
+        self.flow_parts: list[dict] = []
+        self.counter_rows: list[tuple] = []
+        self.be_events: list[tuple] = []
+        self.count = 0
+
+    def track(self, pid, tid) -> int:
+        k = (_key(pid), _key(tid))
+        t = self.track_ids.get(k)
+        if t is None:
+            t = len(self.track_ids)
+            self.track_ids[k] = t
+        return t
+
+    def _extract(self, evs: list[_Event], part: dict) -> None:
+        if not self.extract_args:
+            return
+        dec = self._args_dec.decode
+        cols: list[list] = [[] for _ in self.extract_args]
+        names = list(self.extract_args)
+        for e in evs:
+            vals = None
+            raw = e.args
+            if raw and (self.extract_for is None or self.extract_for(e.ph, e.cat or "")):
+                try:
+                    a = dec(raw)
+                    vals = [getattr(a, f"f{i}") for i in range(len(names))]
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    vals = None
+            if vals is None:
+                for c in cols:
+                    c.append(None)
+            else:
+                for c, v in zip(cols, vals):
+                    c.append(v)
+        for n, c in zip(names, cols):
+            part[n] = c
+
+    def add(self, evs: list[_Event]) -> None:
+        self.count += len(evs)
+        xs: list[_Event] = []
+        inst: list[_Event] = []
+        flows: list[_Event] = []
+        track = self.track
+        for e in evs:
+            ph = e.ph
+            if ph == "X":
+                xs.append(e)
+            elif ph == "M":
+                self.meta_events.append((e.name, _key(e.pid), _key(e.tid), e.args))
+            elif ph in ("s", "f", "t"):
+                flows.append(e)
+            elif ph == "C":
+                t = track(e.pid, e.tid)
+                try:
+                    a = _ANY.decode(e.args) if e.args else {}
+                except msgspec.DecodeError:
+                    a = {}
+                if isinstance(a, dict):
+                    for k, v in a.items():
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            self.counter_rows.append((t, bytes(e.ts), f"{e.name}/{k}" if k else str(e.name), float(v)))
+                        elif isinstance(v, str):
+                            try:
+                                self.counter_rows.append((t, bytes(e.ts), f"{e.name}/{k}", float(v)))
+                            except ValueError:
+                                pass
+            elif ph in ("i", "I", "n", "R"):
+                inst.append(e)
+            elif ph in ("B", "E"):
+                self.be_events.append((ph, track(e.pid, e.tid), bytes(e.ts), e.name, e.cat, bytes(e.args) if e.args else b""))
+        if xs:
+            part = {
+                "track_id": [track(e.pid, e.tid) for e in xs],
+                "ts": [bytes(e.ts) for e in xs],
+                "dur": [bytes(e.dur) for e in xs],
+                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in xs],
+                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in xs],
+            }
+            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace") if e.args else None for e in xs])
+            self._extract(xs, part)
+            self.x_parts.append(_finish_part(part))
+        if inst:
+            part = {
+                "track_id": [track(e.pid, e.tid) for e in inst],
+                "ts": [bytes(e.ts) for e in inst],
+                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in inst],
+                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in inst],
+                "scope": [e.s if isinstance(e.s, str) else "" for e in inst],
+            }
+            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace") if e.args else None for e in inst])
+            self._extract(inst, part)
+            self.i_parts.append(_finish_part(part, has_dur=False))
+        if flows:
+            part = {
+                "flow_id": [_key(e.id if e.id is not None else e.id2) for e in flows],
+                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in flows],
+                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in flows],
+                "phase": [e.ph for e in flows],
+                "track_id": [track(e.pid, e.tid) for e in flows],
+                "ts": [bytes(e.ts) for e in flows],
+            }
+            self.flow_parts.append(_finish_part(part, has_dur=False))
+
+
+def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
+    n = len(part["ts"])
+    first_row = part.pop("args_row", None)
+    out = {}
+    for k, v in part.items():
+        if k == "ts":
+            out["start_ns" if has_dur else "ts_ns"] = us_text_to_ns(pa.array(v, pa.binary()))
+        elif k == "dur":
+            out["dur_ns"] = np.maximum(us_text_to_ns(pa.array(v, pa.binary())), 0)
+        elif k == "track_id":
+            out[k] = np.asarray(v, dtype=np.int32)
+        elif k in ("name", "cat", "phase", "scope"):
+            out[k] = pd.Categorical(v)
+        else:
+            out[k] = v
+    if first_row is not None:
+        out["args_row"] = np.arange(first_row, first_row + n, dtype=np.int64)
+    return pd.DataFrame(out)
+
+
+def _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error) -> TraceTables:
+    start, end, metadata, error = _locate_events(mm)
+    if start == end == 0:
+        raise InputError(error or "no trace events")
+    sink = _ArgsSink(args_path)
+    b = _Builder(sink, extract_args, extract_for)
+    pos = start + 1  # after '['
+    # Skip whitespace after '['.
+    while pos < end and mm[pos:pos + 1] in (b" ", b"\n", b"\r", b"\t"):
+        pos += 1
+    if pos < end and mm[pos:pos + 1] == b"]":
+        pos = end
+    while pos < end:
+        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes)
+        if evs:
+            b.add(evs)
+        del evs
+        if err:
+            error = err if error is None else f"{error}; {err}"
+            break
+        _release(mm, pos, nxt)
+        pos = nxt
+        # Skip ',' between chunks.
+        while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
+            pos += 1
+    if gz_error:
+        error = gz_error if error is None else f"{gz_error}; {error}"
+    args_table = sink.close()
+    if b.count == 0 and error:
+        raise InputError(error)
+    tracks = _tracks(b)
+    slices = _concat(b.x_parts, ["track_id", "start_ns", "dur_ns", "name", "cat", "args_row"])
+    slices = _add_be_slices(slices, b)
+    slices = assign_depth(slices)
+    flows = _concat(b.flow_parts, ["flow_id", "name", "cat", "phase", "track_id", "ts_ns"])
+    instants = _concat(b.i_parts, ["track_id", "ts_ns", "name", "cat", "scope", "args_row"])
+    if b.counter_rows:
+        t, ts, series, value = zip(*b.counter_rows)
+        counters = pd.DataFrame({
+            "track_id": np.asarray(t, dtype=np.int32),
+            "ts_ns": us_text_to_ns(pa.array(ts, pa.binary())),
+            "series": pd.Categorical(series),
+            "value": np.asarray(value, dtype=np.float64),
+        })
+    else:
+        counters = pd.DataFrame({"track_id": np.zeros(0, np.int32), "ts_ns": np.zeros(0, np.int64),
+                                 "series": pd.Categorical([]), "value": np.zeros(0)})
+    return TraceTables(tracks=tracks, slices=slices, flows=flows, counters=counters,
+                       instants=instants, metadata=metadata, args_path=args_path,
+                       args=args_table, error=error, event_count=b.count)
+
+
+def _concat(parts: list[pd.DataFrame], cols: list[str]) -> pd.DataFrame:
+    if not parts:
+        return pd.DataFrame({c: [] for c in cols})
+    if len(parts) == 1:
+        return parts[0]
+    df = pd.concat(parts, ignore_index=True, copy=False)
+    for c in ("name", "cat", "phase", "scope"):
+        if c in df.columns and df[c].dtype != "category":
+            df[c] = df[c].astype("category")
+    return df
+
+
+def _add_be_slices(slices: pd.DataFrame, b: _Builder) -> pd.DataFrame:
+    """Pair B/E events per track into slices (rare: old msprof step_trace)."""
+    if not b.be_events:
+        return slices
+    stacks: dict[int, list] = {}
+    rows = []
+    for ph, t, ts, name, cat, args in b.be_events:
+        ns = int(us_text_to_ns([ts.decode("utf-8", "replace")])[0])
+        if ph == "B":
+            stacks.setdefault(t, []).append((ns, name, cat, args))
+        elif stacks.get(t):
+            s_ns, s_name, s_cat, s_args = stacks[t].pop()
+            rows.append((t, s_ns, max(ns - s_ns, 0), _key(s_name), _key(s_cat),
+                         s_args.decode("utf-8", "replace") or None))
+    if not rows:
+        return slices
+    first = b.sink.add([r[5] for r in rows])
+    extra = pd.DataFrame({
+        "track_id": np.asarray([r[0] for r in rows], np.int32),
+        "start_ns": np.asarray([r[1] for r in rows], np.int64),
+        "dur_ns": np.asarray([r[2] for r in rows], np.int64),
+        "name": pd.Categorical([r[3] for r in rows]),
+        "cat": pd.Categorical([r[4] for r in rows]),
+        "args_row": np.arange(first, first + len(rows), dtype=np.int64),
+    })
+    out = pd.concat([slices, extra], ignore_index=True)
+    for c in ("name", "cat"):
+        out[c] = out[c].astype("category")
+    return out
+
+
+def assign_depth(slices: pd.DataFrame) -> pd.DataFrame:
+    """Sort by (track, start, -dur) and give each slice its nesting depth on its track.
+
+    A slice is nested in the closest earlier slice of the same track that still covers its
+    start; partially overlapping slices (possible on device streams) go one level deeper too.
+    """
+    if len(slices) == 0:
+        slices = slices.copy()
+        slices["depth"] = np.zeros(0, np.int16)
+        return slices
+    order = np.lexsort((-slices["dur_ns"].to_numpy(), slices["start_ns"].to_numpy(),
+                        slices["track_id"].to_numpy()))
+    slices = slices.take(order).reset_index(drop=True)
+    track = slices["track_id"].to_numpy()
+    start = slices["start_ns"].to_numpy()
+    end = start + slices["dur_ns"].to_numpy()
+    depth = np.zeros(len(slices), dtype=np.int16)
+    # Fast path: a slice that starts at/after the running max end of its track is depth 0.
+    _depth_loop(track.tolist(), start.tolist(), end.tolist(), depth)
+    slices["depth"] = depth
+    return slices
+
+
+def _depth_loop(track, start, end, depth) -> None:
+    stack: list[int] = []
+    cur_track = None
+    d = depth
+    for i in range(len(start)):
+        t = track[i]
+        if t != cur_track:
+            stack = []
+            cur_track = t
+        s = start[i]
+        while stack and stack[-1] <= s:
+            stack.pop()
+        lvl = len(stack)
+        if lvl:
+            d[i] = lvl if lvl < 32767 else 32767
+        stack.append(end[i])
+
+
+def _tracks(b: _Builder) -> pd.DataFrame:
+    proc_name: dict[str, str] = {}
+    proc_sort: dict[str, int] = {}
+    proc_labels: dict[str, str] = {}
+    thread_name: dict[tuple[str, str], str] = {}
+    thread_sort: dict[tuple[str, str], int] = {}
+    for name, pid, tid, raw in b.meta_events:
+        try:
+            args = _ANY.decode(raw) if raw else {}
+        except msgspec.DecodeError:
+            args = {}
+        if not isinstance(args, dict):
+            continue
+        if name == "process_name":
+            proc_name[pid] = str(args.get("name", ""))
+        elif name == "process_labels":
+            proc_labels[pid] = str(args.get("labels", ""))
+        elif name == "process_sort_index":
+            proc_sort[pid] = _int(args.get("sort_index"))
+        elif name == "thread_name":
+            thread_name[(pid, tid)] = str(args.get("name", ""))
+        elif name == "thread_sort_index":
+            thread_sort[(pid, tid)] = _int(args.get("sort_index"))
+    rows = []
+    for (pid, tid), t in b.track_ids.items():
+        rows.append({
+            "track_id": t,
+            "pid": pid,
+            "tid": tid,
+            "process": proc_name.get(pid, ""),
+            "thread": thread_name.get((pid, tid), ""),
+            "process_labels": proc_labels.get(pid, ""),
+            "process_sort": proc_sort.get(pid, 1 << 20),
+            "thread_sort": thread_sort.get((pid, tid), 1 << 20),
+        })
+    cols = ["track_id", "pid", "tid", "process", "thread", "process_labels", "process_sort",
+            "thread_sort"]
+    df = pd.DataFrame(rows, columns=cols)
+    df["track_id"] = df["track_id"].astype(np.int32)
+    return df
+
+
+def _int(v) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return 1 << 20
+
+
+def read_args(args_path: str | None, args: pa.Table | None, rows: list[int]) -> list[dict]:
+    """The args objects of the given rows (for details on demand)."""
+    out = []
+    if args is None and args_path:
+        with pa.memory_map(args_path) as src:
+            table = pa.ipc.open_file(src).read_all()
+            texts = table.column("args").take(pa.array(rows, pa.int64())).to_pylist()
+    elif args is not None:
+        texts = args.column("args").take(pa.array(rows, pa.int64())).to_pylist()
+    else:
+        texts = [None] * len(rows)
+    for t in texts:
+        try:
+            out.append(_ANY.decode(t) if t else {})
+        except msgspec.DecodeError:
+            out.append({})
+    return out
