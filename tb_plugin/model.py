@@ -38,8 +38,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "thread_sort": "int32",
         "device_id": "Int64",
     },
-    # Complete (X) events. `args` holds the event's args object as compact JSON text (or
-    # empty), kept for details on demand.
+    # Complete (X) events, sorted by (track_id, start_ns, -dur_ns). `args_row` is the row of
+    # the event's args JSON in the profile's args side file (meta["args_file"]), -1 if none;
+    # args are fetched on demand, never held in memory.
     "slices": {
         "track_id": "int32",
         "start_ns": "int64",
@@ -47,7 +48,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "depth": "int16",
         "name": "category",
         "cat": "category",
-        "args": "string",
+        "args_row": "int64",
     },
     # Flow endpoints (s / t / f). `flow_id` is the producer's id as text; `name` the flow's
     # name (torch_to_npu, HostToDevice..., fwdbwd, ac2g...).

@@ -1,6 +1,10 @@
 """Readers: one module per producer, turning a span's files into a normalized `Profile`.
 
-Contract: `read(span: SpanSource) -> Profile`.
+Contract: `read(span: SpanSource, work_dir: str | None) -> Profile`.
+- `work_dir` is a private, writable directory for this span (the cache entry being built);
+  a reader writes the trace args side file there as `ARGS_FILE` and sets
+  `profile.meta["args_file"] = ARGS_FILE`. With `work_dir=None` (tests) args stay in memory
+  in `profile.meta["args_table"]`.
 - Never raises for bad input: a file that cannot be read adds a `FileError` (path relative
   to the logdir, a reason a user understands) to `profile.errors`, and the rest still loads.
 - Never analyses: readers fill the model tables with what the files say. Derived numbers
@@ -45,7 +49,10 @@ class SpanSource:
             return path
 
 
-def read(span: SpanSource):
+ARGS_FILE = "slice_args.arrow"
+
+
+def read(span: SpanSource, work_dir: str | None = None):
     """Dispatch to the producer's reader."""
     from . import kineto, msprof, torch_npu  # noqa: local import keeps start-up cheap
 
@@ -55,4 +62,4 @@ def read(span: SpanSource):
         "msprof": msprof.read,
         "kineto": kineto.read,
     }
-    return readers[span.producer](span)
+    return readers[span.producer](span, work_dir)

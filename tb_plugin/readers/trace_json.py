@@ -68,7 +68,8 @@ class TraceTables:
     metadata: the top-level object's other keys (deviceProperties, distributedInfo, ...)
     args:     args text by args_row: a pyarrow Table in memory, or None when written to
               `args_path`
-    error:    a reason if the file was truncated/invalid part-way (events before it are kept)
+    errors:   (path, reason) for files truncated/invalid part-way (events before it are kept)
+              or not readable at all
     """
 
     tracks: pd.DataFrame
@@ -79,7 +80,7 @@ class TraceTables:
     metadata: dict
     args_path: str | None = None
     args: pa.Table | None = None
-    error: str | None = None
+    errors: list = dataclasses.field(default_factory=list)
     event_count: int = 0
 
 
@@ -309,16 +310,42 @@ def _salvage(mm, pos: int, end: int, err: str | None):
     return good, -1, reason
 
 
-def read_trace(path: str, *, args_path: str | None = None, tmp_dir: str | None = None,
-               extract_args: dict[str, str] | None = None,
-               extract_for: Callable[[str, str], bool] | None = None,
-               chunk_bytes: int = CHUNK_BYTES, max_bytes: int = 64 << 30) -> TraceTables:
-    """Read one Chrome-trace file into columns.
+def read_trace(path: str, **kw) -> TraceTables:
+    """Read one Chrome-trace file into columns (see `read_traces`)."""
+    return read_traces([path], **kw)
 
+
+def read_traces(paths: list[str], *, args_path: str | None = None, tmp_dir: str | None = None,
+                extract_args: dict[str, str] | None = None,
+                extract_for: Callable[[str, str], bool] | None = None,
+                chunk_bytes: int = CHUNK_BYTES, max_bytes: int = 64 << 30) -> TraceTables:
+    """Read Chrome-trace files into one set of columns (tracks are shared by (pid, tid)).
+
+    args_path: where to write the args side file (None: keep args in memory, for tests).
     extract_args: column name -> arg key, copied into slices/instants columns for events where
     `extract_for(ph, cat)` is true (default: all). Values are kept as Python objects.
-    Raises InputError if nothing at all can be read; partial damage is reported in `.error`.
+    A file that cannot be read at all, or only in part, is listed in `.errors` as
+    (path, reason); events before the damage are kept. Raises InputError only when no file
+    yields any event (message of the first failure).
     """
+    sink = _ArgsSink(args_path)
+    b = _Builder(sink, extract_args, extract_for)
+    errors: list[tuple[str, str]] = []
+    metadata: dict = {}
+    for path in paths:
+        try:
+            meta = _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors)
+            for k, v in meta.items():
+                metadata.setdefault(k, v)
+        except InputError as exc:
+            errors.append((path, str(exc)))
+    args_table = sink.close()
+    if b.count == 0 and errors:
+        raise InputError(errors[0][1])
+    return _build_tables(b, metadata, args_path, args_table, errors)
+
+
+def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors) -> dict:
     try:
         size = os.path.getsize(path)
     except OSError as exc:
@@ -333,8 +360,8 @@ def read_trace(path: str, *, args_path: str | None = None, tmp_dir: str | None =
         raise InputError(f"cannot read file: {exc.strerror or exc}") from None
     try:
         if mm is None:
-            raise InputError("file is empty" if not gz_error else gz_error)
-        return _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error)
+            raise InputError(gz_error or "file is empty")
+        return _read_mapped(mm, b, chunk_bytes, gz_error, path, errors)
     finally:
         if mm is not None:
             mm.close()
@@ -483,14 +510,12 @@ def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error) -> TraceTables:
+def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict:
     start, end, metadata, error = _locate_events(mm)
     if start == end == 0:
         raise InputError(error or "no trace events")
-    sink = _ArgsSink(args_path)
-    b = _Builder(sink, extract_args, extract_for)
+    before = b.count
     pos = start + 1  # after '['
-    # Skip whitespace after '['.
     while pos < end and mm[pos:pos + 1] in (b" ", b"\n", b"\r", b"\t"):
         pos += 1
     if pos < end and mm[pos:pos + 1] == b"]":
@@ -505,14 +530,18 @@ def _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error
             break
         _release(mm, pos, nxt)
         pos = nxt
-        # Skip ',' between chunks.
         while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
             pos += 1
     if gz_error:
         error = gz_error if error is None else f"{gz_error}; {error}"
-    args_table = sink.close()
-    if b.count == 0 and error:
-        raise InputError(error)
+    if error:
+        if b.count == before:
+            raise InputError(error)
+        errors.append((path, f"{error} (kept the {b.count - before} events before it)"))
+    return metadata
+
+
+def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
     tracks = _tracks(b)
     slices = _concat(b.x_parts, ["track_id", "start_ns", "dur_ns", "name", "cat", "args_row"])
     slices = _add_be_slices(slices, b)
@@ -532,7 +561,7 @@ def _read_mapped(mm, args_path, extract_args, extract_for, chunk_bytes, gz_error
                                  "series": pd.Categorical([]), "value": np.zeros(0)})
     return TraceTables(tracks=tracks, slices=slices, flows=flows, counters=counters,
                        instants=instants, metadata=metadata, args_path=args_path,
-                       args=args_table, error=error, event_count=b.count)
+                       args=args_table, errors=errors, event_count=b.count)
 
 
 def _concat(parts: list[pd.DataFrame], cols: list[str]) -> pd.DataFrame:
