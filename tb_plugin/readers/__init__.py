@@ -52,14 +52,18 @@ class SpanSource:
 ARGS_FILE = "slice_args.arrow"
 
 
+# producer -> (module, function); modules are imported on first use.
+READERS = {
+    "torch_npu": ("torch_npu", "read"),
+    "mindspore": ("torch_npu", "read_mindspore"),
+    "msprof": ("msprof", "read"),
+    "kineto": ("kineto", "read"),
+}
+
+
 def read(span: SpanSource, work_dir: str | None = None):
     """Dispatch to the producer's reader."""
-    from . import kineto, msprof, torch_npu  # noqa: local import keeps start-up cheap
+    import importlib
 
-    readers = {
-        "torch_npu": torch_npu.read,
-        "mindspore": torch_npu.read_mindspore,
-        "msprof": msprof.read,
-        "kineto": kineto.read,
-    }
-    return readers[span.producer](span, work_dir)
+    module, func = READERS[span.producer]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), func)(span, work_dir)

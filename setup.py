@@ -1,0 +1,45 @@
+"""tensorboard-plugin-npu-profiler: profiler views for Ascend NPU, GPU and CPU training."""
+import os
+
+from setuptools import find_packages, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+with open(os.path.join(HERE, "README.md"), encoding="utf-8") as fh:
+    LONG_DESCRIPTION = fh.read()
+
+setup(
+    name="tensorboard-plugin-npu-profiler",
+    version="0.1.0",
+    description="TensorBoard plugin for Ascend NPU (torch_npu, MindSpore, msprof) and PyTorch"
+                " kineto profiler data, built for multi-GB traces",
+    long_description=LONG_DESCRIPTION,
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
+    package_data={"tb_plugin": ["static/*", "static/**/*"]},
+    include_package_data=True,
+    install_requires=[
+        "tensorboard>=2.11",
+        "protobuf>=3.20",
+        "werkzeug>=2.0",
+        "pandas>=2.0",
+        "numpy>=1.23",
+        "pyarrow>=14",
+        "msgspec>=0.18",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9"],
+    },
+    entry_points={
+        "tensorboard_plugins": [
+            "npu_profiler = tb_plugin.plugin:NpuProfilerPlugin",
+        ],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Environment :: Web Environment",
+        "License :: OSI Approved :: Apache Software License",
+    ],
+)

@@ -1,0 +1,112 @@
+"""Load-time derivations: numbers a producer did not write but the views need.
+
+Runs once per profile right after its reader (in the reader process), so the results are
+cached with the tables and requests never recompute them:
+- step windows from `ProfilerStep#N` slices;
+- the step breakdown when the reader had none: NPU overlap analysis
+  (`npu_overlap.steps_from_overlap`) or torch-tb-profiler's GPU priority rule
+  (`gpu_breakdown.step_breakdown`);
+- the step of each kernel (and operator) from the windows, when the files did not say.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..model import Profile
+
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+NPU_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+
+
+def step_windows(profile: Profile) -> pd.DataFrame:
+    """(step, start_ns, end_ns) of every ProfilerStep#N slice, sorted by step."""
+    slices = profile.table("slices")
+    if len(slices) == 0:
+        return pd.DataFrame({"step": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
+    names = slices["name"]
+    cats = names.cat.categories if hasattr(names, "cat") else pd.Index(names.unique())
+    step_names = [c for c in cats if isinstance(c, str) and c.startswith("ProfilerStep#")]
+    if not step_names:
+        return pd.DataFrame({"step": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
+    rows = slices[names.isin(step_names)]
+    steps = rows["name"].astype(str).str.extract(STEP_NAME)[0]
+    df = pd.DataFrame({"step": pd.to_numeric(steps, errors="coerce"),
+                       "start_ns": rows["start_ns"].to_numpy(),
+                       "end_ns": rows["start_ns"].to_numpy() + rows["dur_ns"].to_numpy()})
+    df = df.dropna(subset=["step"])
+    df["step"] = df["step"].astype(np.int64)
+    # The same step may appear on several threads: take the widest window.
+    df = df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
+                                               end_ns=("end_ns", "max"))
+    return df.sort_values("step").reset_index(drop=True)
+
+
+def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
+    """Step id of each start time (NA outside every window); windows sorted by start."""
+    out = pd.array([pd.NA] * len(starts), dtype="Int64")
+    if len(windows) == 0 or len(starts) == 0:
+        return out
+    w = windows.sort_values("start_ns")
+    ws = w["start_ns"].to_numpy()
+    we = w["end_ns"].to_numpy()
+    ids = w["step"].to_numpy()
+    idx = np.searchsorted(ws, starts, side="right") - 1
+    valid = idx >= 0
+    inside = np.zeros(len(starts), dtype=bool)
+    inside[valid] = starts[valid] < we[idx[valid]]
+    vals = np.where(inside, ids[np.clip(idx, 0, None)], 0)
+    out = pd.array(np.where(inside, vals, 0), dtype="Int64")
+    out[~inside] = pd.NA
+    return out
+
+
+def complete(profile: Profile) -> None:
+    windows = step_windows(profile)
+    device = profile.meta.get("device")
+    if not profile.has("steps"):
+        steps = None
+        if device == "npu":
+            try:
+                from . import npu_overlap
+                steps = npu_overlap.steps_from_overlap(profile)
+            except (ImportError, AttributeError):
+                steps = None
+            if steps is not None and len(steps):
+                profile.meta.setdefault("step_categories", NPU_CATEGORIES)
+        else:
+            try:
+                from . import gpu_breakdown
+                steps = gpu_breakdown.step_breakdown(profile)
+            except (ImportError, AttributeError):
+                steps = None
+        if steps is not None and len(steps):
+            profile.set("steps", steps, keep_extra=True)
+    elif len(windows):
+        steps = profile.table("steps")
+        missing = (steps["start_ns"] == 0) & (steps["end_ns"] == 0)
+        if missing.any():
+            w = windows.set_index("step")
+            m = steps["step"].map(w["start_ns"])
+            e = steps["step"].map(w["end_ns"])
+            steps.loc[missing & m.notna(), "start_ns"] = m[missing & m.notna()].astype(np.int64)
+            steps.loc[missing & e.notna(), "end_ns"] = e[missing & e.notna()].astype(np.int64)
+            profile.set("steps", steps, keep_extra=True)
+    if "step_categories" not in profile.meta and profile.has("steps"):
+        profile.meta["step_categories"] = [c[3:] for c in profile.table("steps").columns
+                                           if c.startswith("bd_")]
+    # Steps of kernels / operators the files did not tag.
+    if len(windows) == 0 and profile.has("steps"):
+        st = profile.table("steps")
+        windows = st.loc[st["end_ns"] > st["start_ns"], ["step", "start_ns", "end_ns"]]
+    for table in ("kernels", "operators"):
+        if profile.has(table):
+            df = profile.table(table)
+            if df["step"].isna().all() and (df["start_ns"] != 0).any() and len(windows):
+                df = df.copy()
+                df["step"] = assign_steps(df["start_ns"].to_numpy(), windows)
+                profile.set(table, df, keep_extra=True)
+    profile.meta["steps_known"] = [int(s) for s in profile.table("steps")["step"].tolist()] \
+        if profile.has("steps") else [int(s) for s in windows["step"].tolist()]

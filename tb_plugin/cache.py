@@ -1,0 +1,156 @@
+"""On-disk cache of normalized profiles, keyed by the source files' path, size and mtime.
+
+Layout: `<root>/v<VERSION>/<key[:2]>/<key>/` holding `meta.json` (meta, errors, table list)
+and one Arrow IPC file per table (`<table>.arrow`), plus the trace args side file. Entries
+are built in a temporary sibling directory and renamed into place, so a crash never leaves
+a half-written entry. A restart memory-maps the Arrow files instead of parsing again.
+
+The root is outside the logdir: `$NPU_PROFILER_CACHE_DIR`, else
+`${XDG_CACHE_HOME:-~/.cache}/tensorboard-plugin-npu-profiler`. When it cannot be written, a
+private temporary directory is used for this process only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from .model import FileError, Profile, conform, SCHEMAS
+
+# Bump when readers or the model change what they store.
+VERSION = 1
+APP_DIR = "tensorboard-plugin-npu-profiler"
+
+
+def default_root() -> str:
+    env = os.environ.get("NPU_PROFILER_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, APP_DIR)
+
+
+def entry_key(producer: str, root: str, device_id, fingerprint: list) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([VERSION, producer, os.path.abspath(root), device_id,
+                         sorted(fingerprint)]).encode())
+    return h.hexdigest()[:32]
+
+
+class ProfileCache:
+    def __init__(self, root: str | None = None):
+        root = root or default_root()
+        self.root = os.path.join(root, f"v{VERSION}")
+        self.writable = _ensure_writable(self.root)
+        if not self.writable:
+            self.root = tempfile.mkdtemp(prefix="npu-profiler-cache-")
+            self.writable = True
+        self._lock = threading.Lock()
+
+    def entry_dir(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key)
+
+    def has(self, key: str) -> bool:
+        return os.path.isfile(os.path.join(self.entry_dir(key), "meta.json"))
+
+    def new_work_dir(self, key: str) -> str:
+        parent = os.path.join(self.root, key[:2])
+        os.makedirs(parent, exist_ok=True)
+        return tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=parent)
+
+    def commit(self, key: str, work_dir: str, profile: Profile) -> str:
+        """Write the profile's tables into work_dir and move it into place."""
+        write_profile(work_dir, profile)
+        final = self.entry_dir(key)
+        try:
+            os.rename(work_dir, final)
+        except OSError:
+            # Another process built the same entry first; keep theirs.
+            shutil.rmtree(work_dir, ignore_errors=True)
+        return final
+
+    def load(self, key: str) -> "CachedProfile":
+        return CachedProfile(self.entry_dir(key))
+
+
+def _ensure_writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, delete=True)
+        probe.close()
+        return True
+    except OSError:
+        return False
+
+
+def _json_safe(v: Any):
+    try:
+        json.dumps(v)
+        return v
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def write_profile(directory: str, profile: Profile) -> None:
+    tables = []
+    for name, df in profile.tables.items():
+        if df is None:
+            continue
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        with pa.OSFile(os.path.join(directory, f"{name}.arrow"), "wb") as sink:
+            with pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table, max_chunksize=1 << 20)
+        tables.append(name)
+    meta = {k: _json_safe(v) for k, v in profile.meta.items() if not k.startswith("args_table")}
+    rows = {name: int(len(df)) for name, df in profile.tables.items() if df is not None}
+    doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors], "tables": tables,
+           "rows": rows}
+    with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+
+
+class CachedProfile(Profile):
+    """A Profile whose tables are memory-mapped from the cache on first use."""
+
+    def __init__(self, directory: str):
+        with open(os.path.join(directory, "meta.json"), encoding="utf-8") as fh:
+            doc = json.load(fh)
+        super().__init__(tables={}, meta=doc.get("meta", {}),
+                         errors=[FileError(**e) for e in doc.get("errors", [])])
+        self.directory = directory
+        self._available = set(doc.get("tables", []))
+        self.rows: dict[str, int] = doc.get("rows", {})
+        self._lock = threading.Lock()
+
+    def _load(self, name: str) -> pd.DataFrame | None:
+        if name not in self._available:
+            return None
+        with self._lock:
+            df = self.tables.get(name)
+            if df is not None:
+                return df
+            path = os.path.join(self.directory, f"{name}.arrow")
+            with pa.memory_map(path) as src:
+                table = pa.ipc.open_file(src).read_all()
+            df = table.to_pandas()
+            if name in SCHEMAS:
+                df = conform(df, name, keep_extra=True)
+            self.tables[name] = df
+            return df
+
+    def table(self, name: str) -> pd.DataFrame:
+        df = self._load(name)
+        return df if df is not None else super().table(name)
+
+    def has(self, name: str) -> bool:
+        return self.rows.get(name, 0) > 0
+
+    def arrow_path(self, name: str) -> str:
+        return os.path.join(self.directory, name)

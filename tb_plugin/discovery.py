@@ -1,0 +1,302 @@
+"""logdir -> runs -> workers -> spans, by each producer's directory layout.
+
+Discovery looks at names and sizes only (never file contents), so it stays cheap with
+hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per producer:
+
+- torch_npu  `{worker}_{digits[.digits]}_ascend_pt/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
+- MindSpore  `{worker}_{digits}_ascend_ms/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
+- msprof     `PROF_{n}_{ts}_{id}/` with `mindstudio_profiler_output/` or `device_{N}/{summary,
+             timeline}/`; run = parent dir, worker = `device{N}`, span = the PROF timestamp.
+             PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
+- kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
+
+Worker naming: a torch_npu/MindSpore span with `profiler_info_{rank}.json` is worker
+`rank{rank}`; otherwise the worker is the name part before the timestamp.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import stat
+
+from .readers import SpanSource
+
+ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+SPAN_DIR_RULES = {
+    # suffix -> (producer, name regex with groups worker and span)
+    "_ascend_pt": ("torch_npu", re.compile(r"^(?P<worker>.*?)_(?P<span>\d+(?:\.\d+)?)_ascend_pt$")),
+    "_ascend_ms": ("mindspore", re.compile(r"^(?P<worker>.*?)_(?P<span>\d+(?:\.\d+)?)_ascend_ms$")),
+}
+PROF_DIR = re.compile(r"^PROF_(?P<n>\d+)_(?P<ts>\d+)_(?P<id>[0-9a-zA-Z]+)$")
+KINETO_FILE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+# Kineto traces saved under other names by tools (e.g. HTA's `{name}_{ts}_trace.json.gz`).
+KINETO_FILE_LOOSE = re.compile(r"^(?P<worker>.+?)(?:_(?P<span>\d+))?_trace\.json(?:\.gz)?$")
+# Raw binary data and logs inside span dirs: never read, so never listed or fingerprinted.
+SKIPPED_SUBDIRS = {"FRAMEWORK", "logs", "data", "sqlite", "mindstudio_profiler_log"}
+PROFILER_INFO = re.compile(r"^profiler_info(?:_(?P<rank>\d+))?\.json$")
+DEVICE_DIR = re.compile(r"^device_(?P<id>\d+)$")
+
+# Bounds: discovery must finish quickly whatever the logdir holds.
+MAX_DIRS = 200_000
+MAX_DEPTH = 32
+
+RECOGNIZED_LAYOUTS = [
+    "*_ascend_pt/ASCEND_PROFILER_OUTPUT (torch_npu)",
+    "*_ascend_ms/ASCEND_PROFILER_OUTPUT (MindSpore 2.x)",
+    "PROF_*/mindstudio_profiler_output or PROF_*/device_N/{summary,timeline} (CANN msprof:"
+    " PaddlePaddle, TensorFlow, MindSpore)",
+    "*.pt.trace.json[.gz] (PyTorch kineto, GPU/CPU)",
+]
+
+
+@dataclasses.dataclass
+class Worker:
+    name: str
+    producer: str
+    rank: int | None
+    device: str  # npu | gpu | cpu (best guess from the layout; readers confirm)
+    spans: dict[str, SpanSource] = dataclasses.field(default_factory=dict)
+
+    def sorted_spans(self) -> list[str]:
+        return sorted(self.spans, key=_span_sort_key)
+
+
+@dataclasses.dataclass
+class Run:
+    name: str
+    path: str
+    workers: dict[str, Worker] = dataclasses.field(default_factory=dict)
+
+    def spans(self) -> list[SpanSource]:
+        return [w.spans[s] for w in self.workers.values() for s in w.sorted_spans()]
+
+    def sorted_workers(self) -> list[Worker]:
+        return sorted(self.workers.values(),
+                      key=lambda w: (w.rank is None, w.rank if w.rank is not None else 0,
+                                     _natural(w.name)))
+
+
+def _natural(s: str):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+
+
+def _span_sort_key(s: str):
+    try:
+        return (0, float(s), s)
+    except ValueError:
+        return (1, 0.0, s)
+
+
+class _Walker:
+    """os.walk with symlinks followed, loops detected, and bounds."""
+
+    def __init__(self, logdir: str):
+        self.logdir = logdir
+        self.seen: set[tuple[int, int]] = set()
+        self.count = 0
+        self.notes: list[str] = []
+
+    def walk(self):
+        stack = [(self.logdir, 0)]
+        while stack:
+            path, depth = stack.pop()
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in self.seen:
+                if os.path.islink(path):
+                    self.notes.append(f"symlink loop skipped: {os.path.relpath(path, self.logdir)}")
+                continue
+            self.seen.add(key)
+            self.count += 1
+            if self.count > MAX_DIRS:
+                self.notes.append(f"stopped after {MAX_DIRS} directories")
+                return
+            try:
+                entries = list(os.scandir(path))
+            except OSError:
+                continue
+            dirs, files = [], []
+            for e in entries:
+                try:
+                    if e.is_dir(follow_symlinks=True):
+                        dirs.append(e.name)
+                    elif e.is_file(follow_symlinks=True):
+                        files.append(e.name)
+                except OSError:
+                    continue
+            descend = yield path, sorted(dirs), sorted(files)
+            if descend is None:
+                descend = dirs
+            if depth < MAX_DEPTH:
+                for d in sorted(descend, reverse=True):
+                    stack.append((os.path.join(path, d), depth + 1))
+
+
+def _list_files(root: str, limit: int = 20000) -> list[str]:
+    """Every regular file under root (bounded), for the cache key."""
+    out = []
+    seen = set()
+    framework = _is_framework_span(root)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirnames[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        # Raw CANN data under a torch_npu span is not read; skip it (it can be huge).
+        dirnames[:] = [d for d in dirnames
+                       if not (framework and PROF_DIR.match(d))
+                       and d not in SKIPPED_SUBDIRS]
+        for f in filenames:
+            out.append(os.path.join(dirpath, f))
+            if len(out) >= limit:
+                return sorted(out)
+    return sorted(out)
+
+
+def _is_framework_span(root: str) -> bool:
+    return root.endswith("_ascend_pt") or root.endswith("_ascend_ms")
+
+
+def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
+    """Scan `logdir`; returns (runs by name, notes about skipped things)."""
+    logdir = os.path.abspath(logdir)
+    runs: dict[str, Run] = {}
+    walker = _Walker(logdir)
+    gen = walker.walk()
+    try:
+        item = next(gen)
+    except StopIteration:
+        return runs, walker.notes
+    while True:
+        path, dirs, files = item
+        descend = []
+        for d in dirs:
+            full = os.path.join(path, d)
+            if _add_framework_span(logdir, path, d, full, runs):
+                continue
+            if PROF_DIR.match(d):
+                _add_msprof(logdir, path, d, full, runs)
+                continue
+            descend.append(d)
+        for f in files:
+            m = KINETO_FILE.match(f) or KINETO_FILE_LOOSE.match(f)
+            if m:
+                _add_kineto(logdir, path, f, m, runs)
+        try:
+            item = gen.send(descend)
+        except StopIteration:
+            break
+    return runs, walker.notes
+
+
+def _run_for(logdir: str, run_path: str, runs: dict[str, Run]) -> Run:
+    name = os.path.relpath(run_path, logdir)
+    if name == ".":
+        name = "."
+    name = name.replace(os.sep, "/")
+    run = runs.get(name)
+    if run is None:
+        run = runs[name] = Run(name=name, path=run_path)
+    return run
+
+
+def _add_framework_span(logdir, parent, d, full, runs) -> bool:
+    for suffix, (producer, rx) in SPAN_DIR_RULES.items():
+        if not d.endswith(suffix):
+            continue
+        m = rx.match(d)
+        if not m:
+            return False
+        out = os.path.join(full, ASCEND_OUTPUT)
+        try:
+            names = os.listdir(full)
+        except OSError:
+            return True
+        if not os.path.isdir(out):
+            # A span whose analysis did not run yet (raw data only): not a profile.
+            return True
+        rank = None
+        for n in names:
+            pm = PROFILER_INFO.match(n)
+            if pm and pm.group("rank") is not None:
+                rank = int(pm.group("rank"))
+        worker_name = f"rank{rank}" if rank is not None else m.group("worker")
+        run = _run_for(logdir, parent, runs)
+        w = run.workers.get(worker_name)
+        if w is None:
+            w = run.workers[worker_name] = Worker(worker_name, producer, rank, "npu")
+        span = m.group("span")
+        if span in w.spans:  # same timestamp twice (different pid): keep both, disambiguate
+            span = f"{span}-{m.group('worker')}"
+        w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=worker_name, span=span,
+                                   producer=producer, root=full, files=tuple(_list_files(full)),
+                                   rank=rank)
+        return True
+    return False
+
+
+def _add_msprof(logdir, parent, d, full, runs) -> None:
+    m = PROF_DIR.match(d)
+    try:
+        names = os.listdir(full)
+    except OSError:
+        return
+    devices = sorted(int(DEVICE_DIR.match(n).group("id")) for n in names if DEVICE_DIR.match(n))
+    has_output = "mindstudio_profiler_output" in names
+    usable = []
+    for dev in devices:
+        dd = os.path.join(full, f"device_{dev}")
+        if has_output or os.path.isdir(os.path.join(dd, "summary")) or \
+                os.path.isdir(os.path.join(dd, "timeline")):
+            usable.append(dev)
+    if not usable and has_output:
+        usable = [0]
+    if not usable:
+        return
+    run = _run_for(logdir, parent, runs)
+    files = tuple(_list_files(full))
+    for dev in usable:
+        name = f"device{dev}"
+        w = run.workers.get(name)
+        if w is None:
+            w = run.workers[name] = Worker(name, "msprof", None, "npu")
+        span = m.group("ts")
+        if span in w.spans:
+            span = f"{span}-{m.group('id')}"
+        w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=name, span=span,
+                                   producer="msprof", root=full, files=files, device_id=dev)
+
+
+def _add_kineto(logdir, parent, f, m, runs) -> None:
+    run = _run_for(logdir, parent, runs)
+    worker = m.group("worker")
+    w = run.workers.get(worker)
+    if w is None:
+        w = run.workers[worker] = Worker(worker, "kineto", None, "gpu")
+    span = m.group("span") or "default"
+    if span in w.spans:
+        span = f"{span}-{f}"
+    full = os.path.join(parent, f)
+    w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=worker, span=span,
+                               producer="kineto", root=full, files=(full,))
+
+
+def fingerprint(span: SpanSource) -> list[tuple[str, int, int]]:
+    """(path, size, mtime_ns) of every input file: the cache key material."""
+    out = []
+    for p in span.files:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out.append((p, st.st_size, st.st_mtime_ns))
+    return out

@@ -1,0 +1,243 @@
+"""Route handlers: parse and validate parameters, find the profile, call one analysis,
+serialize. No analysis logic lives here.
+
+Every handler takes (request, loader) and returns a werkzeug Response; `ApiError`s become
+JSON errors (404 unknown run/worker/span, 400 bad parameter, 503 still loading).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+
+import pandas as pd
+
+from ..analysis import kernels as kernels_view
+from ..analysis import memory as memory_view
+from ..analysis import operators as operators_view
+from ..analysis import overview as overview_view
+from ..analysis import tables
+from ..loading import Loader
+from ..model import Profile
+from . import params
+from .responses import ApiError, csv_response, file_response, json_response
+
+MAX_CSV_ROWS = 1_000_000
+
+# Which views a profile supports, from which tables it has.
+VIEW_TABLES = [
+    ("overview", ("steps",)),
+    ("operators", ("operators",)),
+    ("kernels", ("kernels",)),
+    ("memory", ("memory_records", "memory_allocations", "module_memory")),
+    ("trace", ("slices", "counters")),
+]
+
+
+class ResultCache:
+    """Small LRU for analysis results (a table is computed once per profile and params)."""
+
+    def __init__(self, size: int = 128):
+        self.size = size
+        self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute):
+        with self._lock:
+            if key in self._d:
+                self._d.move_to_end(key)
+                return self._d[key]
+        value = compute()
+        with self._lock:
+            self._d[key] = value
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+        return value
+
+
+_results = ResultCache()
+
+
+# ---- profile lookup --------------------------------------------------------------------
+
+def _resolve(loader: Loader, args, prefix: str = ""):
+    run_name = params.text(args, prefix + "run", required=True)
+    run = loader.run(run_name)
+    if run is None:
+        raise ApiError(404, f"unknown run {run_name!r}")
+    worker_name = params.text(args, prefix + "worker")
+    if worker_name is None:
+        if len(run.workers) != 1:
+            raise ApiError(400, f"parameter '{prefix}worker' is required: run {run_name!r} has"
+                                f" {len(run.workers)} workers")
+        worker_name = next(iter(run.workers))
+    worker = run.workers.get(worker_name)
+    if worker is None:
+        raise ApiError(404, f"unknown worker {worker_name!r} in run {run_name!r}")
+    span_name = params.text(args, prefix + "span")
+    if span_name is None:
+        if len(worker.spans) != 1:
+            raise ApiError(400, f"parameter '{prefix}span' is required: worker {worker_name!r}"
+                                f" has {len(worker.spans)} spans")
+        span_name = next(iter(worker.spans))
+    if span_name not in worker.spans:
+        raise ApiError(404, f"unknown span {span_name!r} of worker {worker_name!r}")
+    return run, worker, span_name
+
+
+def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
+    run, worker, span = _resolve(loader, args, prefix)
+    st = loader.span_state(run.name, worker.name, span)
+    if st is None or st.state in ("pending", "loading"):
+        status = loader.run_status(run.name)
+        raise ApiError(503, "profile is still loading", state="loading",
+                       progress=status["progress"])
+    if st.state == "error":
+        raise ApiError(422, st.error or "profile could not be read", state="error")
+    prof = loader.profile_for(st)
+    if prof is None:
+        raise ApiError(422, st.error or "profile could not be read", state="error")
+    return prof, st.key
+
+
+def views_of(prof: Profile) -> list[str]:
+    views = [v for v, tabs in VIEW_TABLES if any(prof.has(t) for t in tabs)]
+    if "trace" not in views and prof.meta.get("trace_file"):
+        views.append("trace")
+    return views
+
+
+# ---- table helper ------------------------------------------------------------------------
+
+def _table_response(args, df: pd.DataFrame, default_sort: str, key_column: str,
+                    filename: str, extra: dict | None = None):
+    tp = params.table_params(args)
+    try:
+        if tp["format"] == "csv":
+            page, total = tables.apply(df, tp["sort"], default_sort, tp["search"], key_column,
+                                       paginate=False)
+            return csv_response(tables.to_csv(page.head(MAX_CSV_ROWS)), filename)
+        page, total = tables.apply(df, tp["sort"], default_sort, tp["search"], key_column,
+                                   tp["limit"], tp["offset"])
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    payload = {"total_rows": total, "offset": tp["offset"], "rows": tables.to_records(page)}
+    if extra:
+        payload.update(extra)
+    return json_response(payload)
+
+
+# ---- routes --------------------------------------------------------------------------------
+
+def runs(request, loader: Loader):
+    out = [loader.run_status(r.name) for r in loader.runs()]
+    return json_response({"runs": out, "scanned": loader.wait_scanned(0),
+                          "notes": loader.notes()})
+
+
+def run(request, loader: Loader):
+    name = params.text(request.args, "run", required=True)
+    r = loader.run(name)
+    if r is None:
+        raise ApiError(404, f"unknown run {name!r}")
+    views: list[str] = []
+    workers = []
+    for w in r.sorted_workers():
+        device = w.device
+        for span in w.sorted_spans():
+            st = loader.span_state(r.name, w.name, span)
+            prof = loader.profile_for(st) if st is not None else None
+            if prof is not None:
+                device = prof.meta.get("device", device)
+                for v in views_of(prof):
+                    if v not in views:
+                        views.append(v)
+        workers.append({"name": w.name, "rank": w.rank, "device": device,
+                        "producer": w.producer, "spans": w.sorted_spans()})
+    order = [v for v, _ in VIEW_TABLES]
+    views.sort(key=lambda v: order.index(v) if v in order else len(order))
+    status = loader.run_status(r.name)
+    return json_response({"name": r.name, "views": views, "workers": workers,
+                          "state": status["state"], "progress": status["progress"],
+                          "errors": status["errors"]})
+
+
+def steps(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    data = _results.get((key, "steps"), lambda: overview_view.steps(prof))
+    return json_response(data)
+
+
+def summary(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    data = _results.get((key, "summary"), lambda: overview_view.summary(prof))
+    return json_response(data)
+
+
+def kernels(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    group_by = params.choice(request.args, "group_by", ("name", "type", "core"), "name")
+    step = params.integer(request.args, "step")
+    df = _results.get((key, "kernels", group_by, step),
+                      lambda: kernels_view.table(prof, group_by, step))
+    return _table_response(request.args, df, "-total_us", group_by, f"kernels_by_{group_by}.csv")
+
+
+def operators(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
+    df = _results.get((key, "operators", group_by),
+                      lambda: operators_view.table(prof, group_by))
+    default = "-" + operators_view.default_sort(prof).lstrip("-")
+    return _table_response(request.args, df, default, "name", f"operators_by_{group_by}.csv")
+
+
+def operator_stack(request, loader: Loader):
+    prof, _ = profile_from(loader, request.args)
+    name = params.text(request.args, "name", required=True)
+    shapes = params.text(request.args, "input_shapes")
+    return json_response({"name": name, "input_shapes": shapes,
+                          "stacks": operators_view.stacks(prof, name, shapes)})
+
+
+def memory(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    max_points = params.integer(request.args, "max_points", default=2000, lo=10, hi=20000)
+    data = _results.get((key, "memory", max_points),
+                        lambda: memory_view.summary(prof, max_points=max_points))
+    return json_response(data)
+
+
+def memory_allocations(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    start = params.number(request.args, "start_us")
+    end = params.number(request.args, "end_us")
+    if start is not None and end is not None and end < start:
+        raise ApiError(400, "end_us must not be before start_us")
+    df = memory_view.allocations(prof, start, end)
+    return _table_response(request.args, df, "-size_kb", "name", "memory_allocations.csv")
+
+
+TRACE_FILES = [re.compile(p) for p in (
+    r"^trace_view\.json(\.gz)?$", r"^msprof_\d+\.json$", r"^msprof_slice_\d+_\d+\.json$",
+    r"^msprof_[\d_]+\.json$", r".*\.pt\.trace\.json(\.gz)?$", r".*_trace\.json(\.gz)?$")]
+
+
+def trace_file(loader: Loader, args) -> str | None:
+    run_, worker, span = _resolve(loader, args)
+    src = worker.spans[span]
+    for rx in TRACE_FILES:
+        for f in src.files:
+            if rx.match(os.path.basename(f)):
+                return f
+    return None
+
+
+def trace_download(request, loader: Loader):
+    path = trace_file(loader, request.args)
+    if path is None or not os.path.isfile(path):
+        raise ApiError(404, "this profile has no trace file")
+    name = os.path.basename(path)
+    ctype = "application/gzip" if name.endswith(".gz") else "application/json"
+    return file_response(request.environ, path, name, ctype)

@@ -1,0 +1,93 @@
+"""JSON / CSV / file responses and the error type every handler raises."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import numpy as np
+from werkzeug.wrappers import Response
+from werkzeug.wsgi import wrap_file
+
+# Security headers on every response: nothing from data may run as script or be sniffed.
+_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+MAX_JSON_BYTES = 32 << 20
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, **extra):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+def _default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        f = float(o)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.bool_,)):
+        return bool(o)
+    return str(o)
+
+
+def _clean(o):
+    """NaN/inf -> null recursively (json would write invalid NaN tokens)."""
+    if isinstance(o, float):
+        return None if math.isnan(o) or math.isinf(o) else o
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def json_response(payload, status: int = 200, headers: dict | None = None) -> Response:
+    body = json.dumps(_clean(payload), default=_default, separators=(",", ":"),
+                      ensure_ascii=False)
+    if len(body) > MAX_JSON_BYTES:
+        return error_response(ApiError(413, "response too large; narrow the request"
+                                            " (limit, filters)"))
+    h = dict(_HEADERS)
+    if headers:
+        h.update(headers)
+    return Response(body, status=status, content_type="application/json; charset=utf-8",
+                    headers=h)
+
+
+def error_response(err: ApiError) -> Response:
+    payload = {"error": err.message}
+    payload.update(err.extra)
+    h = dict(_HEADERS)
+    if err.status == 503:
+        h["Retry-After"] = "2"
+    body = json.dumps(_clean(payload), default=_default, ensure_ascii=False)
+    return Response(body, status=err.status, content_type="application/json; charset=utf-8",
+                    headers=h)
+
+
+_FILENAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def csv_response(text: str, filename: str) -> Response:
+    h = dict(_HEADERS)
+    h["Content-Disposition"] = f'attachment; filename="{_FILENAME_SAFE.sub("_", filename)}"'
+    return Response(text, status=200, content_type="text/csv; charset=utf-8", headers=h)
+
+
+def file_response(environ, path: str, download_name: str, content_type: str) -> Response:
+    fh = open(path, "rb")
+    size = os.fstat(fh.fileno()).st_size
+    h = dict(_HEADERS)
+    h["Content-Disposition"] = f'attachment; filename="{_FILENAME_SAFE.sub("_", download_name)}"'
+    h["Content-Length"] = str(size)
+    return Response(wrap_file(environ, fh), status=200, content_type=content_type, headers=h,
+                    direct_passthrough=True)

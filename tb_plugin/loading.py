@@ -1,0 +1,248 @@
+"""Background loading: discovery polling, a bounded pool of reader processes, per-run state.
+
+Why processes: parsing is CPU-bound Python (the GIL would serialize threads), a reader
+that runs out of memory or crashes must not take TensorBoard down, and memory a reader
+used is returned to the OS when the work is done. A reader process writes the normalized
+tables into the cache; TensorBoard's process only memory-maps them. When the pool cannot
+be used (or `NPU_PROFILER_INPROCESS=1`), the same work runs in a thread in-process.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import logging
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from collections import OrderedDict
+
+from . import discovery
+from .cache import ProfileCache, entry_key
+from .model import FileError, Profile
+from .readers import SpanSource
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
+SPAN_TIMEOUT_SECONDS = 30 * 60
+
+
+def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
+    """Read one span and store it in the cache (runs in a reader process)."""
+    from . import readers
+    from .analysis import derive
+    from .cache import ProfileCache as _Cache
+
+    cache = _Cache.__new__(_Cache)
+    cache.root = cache_root
+    if cache.has(key):
+        return {"key": key, "cached": True}
+    work = cache.new_work_dir(key)
+    started = time.time()
+    try:
+        profile = readers.read(span, work)
+    except Exception as exc:  # a reader bug must still give a readable error
+        profile = Profile(meta={"producer": span.producer})
+        profile.errors.append(FileError(span.rel(span.root),
+                                        f"could not read this profile: {exc!r}"))
+        log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
+    try:
+        derive.complete(profile)
+    except Exception as exc:
+        profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
+        log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+    profile.meta["load_seconds"] = round(time.time() - started, 3)
+    cache.commit(key, work, profile)
+    return {"key": key, "cached": False}
+
+
+@dataclasses.dataclass
+class SpanState:
+    span: SpanSource
+    key: str
+    state: str = "pending"  # pending | loading | ready | error
+    error: str | None = None
+    future: object = None
+
+
+class Loader:
+    def __init__(self, logdir: str, cache: ProfileCache | None = None,
+                 max_workers: int | None = None, poll_seconds: float = POLL_SECONDS):
+        self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
+        self.cache = cache or ProfileCache()
+        self.max_workers = max_workers or max(1, min(2, os.cpu_count() or 1))
+        self.poll_seconds = poll_seconds
+        self._lock = threading.RLock()
+        self._runs: dict[str, discovery.Run] = {}
+        self._spans: dict[tuple[str, str, str], SpanState] = {}
+        self._notes: list[str] = []
+        self._last_scan = 0.0
+        self._scanned = threading.Event()
+        self._pool = None
+        self._inprocess = os.environ.get("NPU_PROFILER_INPROCESS") == "1"
+        self._profiles: OrderedDict[str, Profile] = OrderedDict()
+        self._stop = threading.Event()
+        self._thread = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None and self.logdir:
+            self._thread = threading.Thread(target=self._poll_loop, name="npu-profiler-scan",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.scan()
+            except Exception:
+                log.error("discovery failed\n%s", traceback.format_exc())
+            self._scanned.set()
+            self._stop.wait(self.poll_seconds)
+
+    def wait_scanned(self, timeout: float | None = None) -> bool:
+        return self._scanned.wait(timeout)
+
+    # ---- discovery -------------------------------------------------------------------
+    def scan(self) -> None:
+        runs, notes = discovery.discover(self.logdir)
+        todo = []
+        with self._lock:
+            self._runs = runs
+            self._notes = notes
+            live = set()
+            for run in runs.values():
+                for span in run.spans():
+                    ident = (run.name, span.worker, span.span)
+                    live.add(ident)
+                    key = entry_key(span.producer, span.root, span.device_id,
+                                    discovery.fingerprint(span))
+                    st = self._spans.get(ident)
+                    if st is not None and st.key == key:
+                        continue
+                    st = SpanState(span=span, key=key)
+                    self._spans[ident] = st
+                    todo.append(st)
+            for ident in list(self._spans):
+                if ident not in live:
+                    del self._spans[ident]
+            self._last_scan = time.time()
+        for st in todo:
+            self._submit(st)
+
+    def _submit(self, st: SpanState) -> None:
+        if self.cache.has(st.key):
+            st.state = "ready"
+            return
+        st.state = "loading"
+        if self._inprocess:
+            fut = self._thread_pool().submit(build_entry, st.span, self.cache.root, st.key)
+        else:
+            try:
+                fut = self._process_pool().submit(build_entry, st.span, self.cache.root, st.key)
+            except Exception as exc:  # pool unusable here: fall back to a thread
+                log.warning("reader processes unavailable (%s); loading in-process", exc)
+                self._inprocess = True
+                fut = self._thread_pool().submit(build_entry, st.span, self.cache.root, st.key)
+        st.future = fut
+        fut.add_done_callback(lambda f, st=st: self._done(st, f))
+
+    def _done(self, st: SpanState, fut) -> None:
+        try:
+            fut.result()
+            st.state = "ready"
+        except cf.process.BrokenProcessPool:
+            st.state = "error"
+            st.error = ("the reader process stopped unexpectedly (out of memory?) while"
+                        " reading this profile")
+            with self._lock:
+                self._pool = None  # a new pool is created for the next span
+        except Exception as exc:
+            st.state = "error"
+            st.error = f"could not read this profile: {exc!r}"
+
+    def _process_pool(self):
+        with self._lock:
+            if self._pool is None:
+                ctx = multiprocessing.get_context("spawn")
+                self._pool = cf.ProcessPoolExecutor(max_workers=self.max_workers,
+                                                    mp_context=ctx)
+            return self._pool
+
+    def _thread_pool(self):
+        with self._lock:
+            if self._pool is None or isinstance(self._pool, cf.ProcessPoolExecutor):
+                self._pool = cf.ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix="npu-profiler-load")
+            return self._pool
+
+    # ---- queries -----------------------------------------------------------------------
+    def runs(self) -> list[discovery.Run]:
+        with self._lock:
+            return sorted(self._runs.values(), key=lambda r: discovery._natural(r.name))
+
+    def notes(self) -> list[str]:
+        with self._lock:
+            return list(self._notes)
+
+    def run(self, name: str) -> discovery.Run | None:
+        with self._lock:
+            return self._runs.get(name)
+
+    def span_states(self, run: str) -> list[SpanState]:
+        with self._lock:
+            return [st for (r, _, _), st in self._spans.items() if r == run]
+
+    def span_state(self, run: str, worker: str, span: str) -> SpanState | None:
+        with self._lock:
+            return self._spans.get((run, worker, span))
+
+    def run_status(self, run: str) -> dict:
+        states = self.span_states(run)
+        total = len(states)
+        done = [s for s in states if s.state in ("ready", "error")]
+        errors: list[dict] = []
+        ready = 0
+        for st in states:
+            if st.state == "error":
+                errors.append({"path": st.span.rel(st.span.root), "message": st.error or ""})
+            elif st.state == "ready":
+                ready += 1
+                prof = self.profile_for(st)
+                if prof is not None:
+                    errors.extend(e.to_json() for e in prof.errors)
+        if total and len(done) < total:
+            state = "loading"
+        elif total and ready == 0:
+            state = "error"
+        else:
+            state = "ready"
+        return {"name": run, "state": state,
+                "progress": (len(done) / total) if total else 1.0, "errors": errors}
+
+    def profile_for(self, st: SpanState) -> Profile | None:
+        if st.state != "ready":
+            return None
+        with self._lock:
+            prof = self._profiles.get(st.key)
+            if prof is not None:
+                self._profiles.move_to_end(st.key)
+                return prof
+        try:
+            prof = self.cache.load(st.key)
+        except (OSError, ValueError) as exc:
+            st.state = "error"
+            st.error = f"cache entry unreadable: {exc}"
+            return None
+        with self._lock:
+            self._profiles[st.key] = prof
+            while len(self._profiles) > 64:
+                self._profiles.popitem(last=False)
+        return prof

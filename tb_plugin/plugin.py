@@ -1,0 +1,94 @@
+"""The TensorBoard plugin: wiring only (routes, activity, frontend metadata)."""
+from __future__ import annotations
+
+import logging
+import mimetypes
+import os
+import posixpath
+
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from .http import api
+from .http.responses import ApiError, error_response
+from .loading import Loader
+
+log = logging.getLogger(__name__)
+
+PLUGIN_NAME = "npu_profiler"
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+
+# Route -> handler(request, loader). Documented in docs/http_api.md.
+ROUTES = {
+    "/runs": api.runs,
+    "/run": api.run,
+    "/summary": api.summary,
+    "/steps": api.steps,
+    "/kernels": api.kernels,
+    "/operators": api.operators,
+    "/operators/stack": api.operator_stack,
+    "/memory": api.memory,
+    "/memory/allocations": api.memory_allocations,
+    "/trace/download": api.trace_download,
+}
+
+
+class NpuProfilerPlugin(base_plugin.TBPlugin):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext):
+        self.logdir = context.logdir or ""
+        self.loader = Loader(self.logdir)
+        self.loader.start()
+
+    def is_active(self) -> bool:
+        return any(True for _ in self.loader.runs())
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="NPU Profiler",
+                                            disable_reload=True)
+
+    def get_plugin_apps(self):
+        apps = {route: self._wrap(handler) for route, handler in ROUTES.items()}
+        apps["/index.js"] = self._static
+        apps["/index.css"] = self._static
+        apps["/assets/*"] = self._static
+        return apps
+
+    def _wrap(self, handler):
+        loader = self.loader
+
+        @wrappers.Request.application
+        def app(request):
+            if request.method != "GET":
+                return error_response(ApiError(405, "only GET is supported"))
+            try:
+                return handler(request, loader)
+            except ApiError as err:
+                return error_response(err)
+            except Exception as exc:  # never let a bug take the server down
+                log.exception("error in %s", request.path)
+                return error_response(ApiError(500, f"internal error: {exc.__class__.__name__}"))
+
+        return app
+
+    @wrappers.Request.application
+    def _static(self, request):
+        # Only files inside static/, by a normalized relative path.
+        marker = f"/plugin/{PLUGIN_NAME}/"
+        path = request.path
+        rel = path[path.index(marker) + len(marker):] if marker in path else path.lstrip("/")
+        rel = posixpath.normpath(rel)
+        if rel.startswith("..") or rel.startswith("/") or "\\" in rel:
+            return error_response(ApiError(404, "not found"))
+        full = os.path.join(STATIC_DIR, *rel.split("/"))
+        if not os.path.isfile(full):
+            return error_response(ApiError(404, "not found"))
+        ctype = mimetypes.guess_type(full)[0] or "application/octet-stream"
+        if full.endswith(".js"):
+            ctype = "text/javascript"
+        with open(full, "rb") as fh:
+            body = fh.read()
+        return wrappers.Response(body, content_type=ctype,
+                                 headers={"X-Content-Type-Options": "nosniff",
+                                          "Cache-Control": "no-cache"})
