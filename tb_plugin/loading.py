@@ -214,10 +214,12 @@ class Loader:
             if st.state == "error":
                 errors.append({"path": st.span.rel(st.span.root), "message": st.error or ""})
             elif st.state == "ready":
-                ready += 1
                 prof = self.profile_for(st)
                 if prof is not None:
                     errors.extend(e.to_json() for e in prof.errors)
+                    if any(n > 0 for n in getattr(prof, "rows", {}).values()) or \
+                            not hasattr(prof, "rows"):
+                        ready += 1
         if total and len(done) < total:
             state = "loading"
         elif total and ready == 0:

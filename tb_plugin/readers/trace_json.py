@@ -198,8 +198,13 @@ def _locate_events(mm) -> tuple[int, int, dict, str | None]:
             return 0, 0, {}, "object has no traceEvents array"
         # Offset of the Raw slice inside the map.
         start = _find_subview_offset(mm, view)
-        metadata = _top_level_metadata(mm, start, start + view.nbytes)
-        return start, start + view.nbytes, metadata, None
+        length = view.nbytes
+        view.release()
+        del raw, obj
+        metadata = _top_level_metadata(mm, start, start + length)
+        # The validating pass touched every page: let them go before the real pass.
+        _release(mm, 0, len(mm))
+        return start, start + length, metadata, None
     # Invalid/truncated object: find '"traceEvents"' and parse the array as far as it goes.
     pos = mm.find(b'"traceEvents"')
     if pos < 0:
