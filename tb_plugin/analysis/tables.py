@@ -1,0 +1,203 @@
+"""Generic table parameters shared by every table route: sort, search, paging, export.
+
+Every table view (kernels, operators, allocations, ...) is an analysis DataFrame; the HTTP
+layer passes it through `apply()` with the request's parameters, then serializes the page
+with `to_records()` (JSON) or the whole filtered, sorted table with `to_csv()` (download).
+
+Definitions:
+- sort: a column name, optionally prefixed with "-" for descending. The sort is stable, so
+  rows that tie keep the analysis' own order; missing values (NaN / null) always go last.
+  An unknown column raises `ValueError` naming the valid ones (the HTTP layer answers 400).
+- search: case-insensitive *literal* substring match on one key column (regex
+  metacharacters such as `.`, `*`, `(` or `[` match themselves). Empty / None = no filter.
+- paging: `limit` rows from `offset`. `limit=None` means DEFAULT_LIMIT (1000 rows, enough
+  for a screenful of a virtualized table without shipping megabytes of JSON); any limit is
+  capped at MAX_LIMIT (10000). `total_rows` counts rows after the search, before paging.
+  `paginate=False` (CSV export) returns every filtered, sorted row.
+- CSV: UTF-8 text, header row, numbers at full precision (shortest round-trip repr), missing
+  values empty, RFC 4180 quoting (commas, quotes, newlines). Text cells starting with
+  = + - @ (or tab / carriage return) get a leading single quote so spreadsheets do not run
+  them as formulas ("CSV injection"); numeric columns are never altered, so -1.5 stays -1.5.
+- JSON records: NaN / ±inf / NA -> null, numpy scalars -> Python int / float / bool / str.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 10000
+
+_INJECTION_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _parse_sort(sort: str, columns: list[str]) -> tuple[str, bool]:
+    sort = sort.strip()
+    ascending = True
+    col = sort
+    if sort.startswith("-"):
+        ascending = False
+        col = sort[1:]
+    elif sort.startswith("+"):
+        col = sort[1:]
+    if col not in columns:
+        raise ValueError(
+            f"unknown sort column {col!r}; valid columns: {', '.join(columns)} "
+            f"(prefix with '-' for descending)"
+        )
+    return col, ascending
+
+
+def _as_int(value: Any, what: str) -> int:
+    try:
+        result = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be an integer, got {value!r}") from None
+    if result < 0:
+        raise ValueError(f"{what} must be >= 0, got {result}")
+    return result
+
+
+def key_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 codes, object array of labels) of a text key column, without converting every
+    row to text: categoricals use their codes, other dtypes are factorized. Missing values
+    become the label "" (merged with an existing "" label)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy().astype(np.int64)
+        labels = np.asarray(series.cat.categories.astype(str), dtype=object)
+    else:
+        c, uniques = pd.factorize(series, sort=False, use_na_sentinel=True)
+        codes = np.asarray(c, dtype=np.int64)
+        labels = np.asarray([str(u) for u in uniques], dtype=object)
+    if (codes < 0).any():
+        empty = np.flatnonzero(labels == "")
+        if len(empty):
+            codes = np.where(codes < 0, empty[0], codes)
+        else:
+            codes = np.where(codes < 0, len(labels), codes)
+            labels = np.append(labels, "")
+    return codes, labels
+
+
+def search_mask(series: pd.Series, search: str) -> np.ndarray:
+    """Boolean mask: case-insensitive literal substring `search` in `series` (NA -> False)."""
+    needle = search.casefold()
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = pd.Series(series.cat.categories.astype(str), dtype=object)
+        hit = np.fromiter((needle in c.casefold() for c in cats), dtype=bool, count=len(cats))
+        codes = series.cat.codes.to_numpy()
+        return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
+    s = series.astype("string")
+    return s.str.casefold().str.contains(needle, regex=False).fillna(False).to_numpy(dtype=bool)
+
+
+def apply(
+    df: pd.DataFrame,
+    sort: str | None,
+    default_sort: str,
+    search: str | None,
+    search_column: str,
+    limit: int | None = None,
+    offset: int = 0,
+    *,
+    paginate: bool = True,
+) -> tuple[pd.DataFrame, int]:
+    """Search, sort and page `df`; returns (page, total_rows after search).
+
+    Raises ValueError for an unknown sort column, an unknown search column, or a negative /
+    non-integer limit or offset.
+    """
+    columns = [str(c) for c in df.columns]
+    col, ascending = _parse_sort(sort if sort else default_sort, columns)
+    out = df
+    if search:
+        if search_column not in columns:
+            raise ValueError(
+                f"unknown search column {search_column!r}; valid columns: {', '.join(columns)}"
+            )
+        out = out[search_mask(out[search_column], search)]
+    total = len(out)
+    if len(out) > 1:
+        out = out.sort_values(col, ascending=ascending, kind="stable", na_position="last")
+    if paginate:
+        lim = DEFAULT_LIMIT if limit is None else _as_int(limit, "limit")
+        lim = min(lim, MAX_LIMIT)
+        off = _as_int(offset if offset is not None else 0, "offset")
+        out = out.iloc[off:off + lim]
+    return out.reset_index(drop=True), total
+
+
+def _is_text(series: pd.Series) -> bool:
+    dt = series.dtype
+    return (
+        isinstance(dt, (pd.CategoricalDtype, pd.StringDtype))
+        or dt == object
+        or pd.api.types.is_string_dtype(dt)
+    )
+
+
+def _defuse(series: pd.Series) -> pd.Series:
+    s = series.astype("string")
+    first = s.str.slice(0, 1)
+    mask = first.isin(_INJECTION_PREFIXES).fillna(False).to_numpy(dtype=bool)
+    if mask.any():
+        s = s.copy()
+        s[mask] = "'" + s[mask]
+    return s
+
+
+def to_csv(df: pd.DataFrame) -> str:
+    """The table as CSV text (UTF-8 when encoded), see the module docstring."""
+    out = {}
+    for col in df.columns:
+        s = df[col]
+        out[col] = _defuse(s) if _is_text(s) and not pd.api.types.is_bool_dtype(s.dtype) else s
+    safe = pd.DataFrame(out, index=df.index)
+    buf = io.StringIO()
+    safe.to_csv(buf, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    return buf.getvalue()
+
+
+def _column_values(series: pd.Series) -> list:
+    dt = series.dtype
+    if isinstance(dt, np.dtype) and dt.kind == "f":
+        arr = series.to_numpy()
+        values = arr.tolist()
+        bad = np.flatnonzero(~np.isfinite(arr))
+        for i in bad:
+            values[i] = None
+        return values
+    if isinstance(dt, np.dtype) and dt.kind in "iub":
+        return series.to_numpy().tolist()
+    # Nullable, text, categorical, object: go through object with NA -> None.
+    obj = series.astype(object)
+    values = obj.tolist()
+    na = np.flatnonzero(pd.isna(obj).to_numpy())
+    for i in na:
+        values[i] = None
+    for i, v in enumerate(values):
+        if v is None or isinstance(v, (str, bool, int)):
+            continue
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                values[i] = None
+        elif isinstance(v, np.generic):
+            v = v.item()
+            values[i] = None if isinstance(v, float) and not math.isfinite(v) else v
+        elif not isinstance(v, (list, dict)):
+            values[i] = str(v)
+    return values
+
+
+def to_records(df: pd.DataFrame) -> list[dict]:
+    """JSON-safe list of row dicts (NaN/inf/NA -> None, numpy types -> Python types)."""
+    cols = [str(c) for c in df.columns]
+    if not cols:
+        return [{} for _ in range(len(df))]
+    lists = [_column_values(df.iloc[:, i]) for i in range(len(cols))]
+    return [dict(zip(cols, row)) for row in zip(*lists)]

@@ -1,0 +1,1 @@
+"""Tests of tb_plugin.analysis (pure functions over hand-built Profiles)."""
