@@ -42,7 +42,11 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         self.loader.start()
 
     def is_active(self) -> bool:
-        return any(True for _ in self.loader.runs())
+        # Before the first scan has finished, say yes: hiding the tab and showing it a
+        # second later is worse than an empty state in the (rare) no-data case.
+        if not self.loader.wait_scanned(1.0):
+            return True
+        return bool(self.loader.runs())
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="NPU Profiler",
