@@ -24,6 +24,10 @@ NPU_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "fr
 def step_windows(profile: Profile) -> pd.DataFrame:
     """(step, start_ns, end_ns) of every ProfilerStep#N slice, sorted by step."""
     slices = profile.table("slices")
+    given = profile.meta.get("step_windows")
+    if given:  # readers of producers without ProfilerStep (msprof iterations)
+        df = pd.DataFrame(given, columns=["step", "start_ns", "end_ns"]).astype(np.int64)
+        return df.sort_values("step").reset_index(drop=True)
     if len(slices) == 0:
         return pd.DataFrame({"step": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
     names = slices["name"]
@@ -71,7 +75,10 @@ def complete(profile: Profile) -> None:
         if device == "npu":
             try:
                 from . import npu_overlap
-                steps = npu_overlap.steps_from_overlap(profile)
+                steps = npu_overlap.steps_from_overlap(
+                    profile.table("slices"), profile.table("tracks"),
+                    step_windows=windows if len(windows) else None,
+                    flows=profile.table("flows"))
             except (ImportError, AttributeError):
                 steps = None
             if steps is not None and len(steps):
@@ -97,10 +104,13 @@ def complete(profile: Profile) -> None:
     if "step_categories" not in profile.meta and profile.has("steps"):
         profile.meta["step_categories"] = [c[3:] for c in profile.table("steps").columns
                                            if c.startswith("bd_")]
-    # Steps of kernels / operators the files did not tag.
-    if len(windows) == 0 and profile.has("steps"):
+    # Steps of kernels / operators the files did not tag: the steps' own windows (device
+    # side, as the breakdown defines them) when known, else the host ProfilerStep windows.
+    if profile.has("steps"):
         st = profile.table("steps")
-        windows = st.loc[st["end_ns"] > st["start_ns"], ["step", "start_ns", "end_ns"]]
+        known = st.loc[st["end_ns"] > st["start_ns"], ["step", "start_ns", "end_ns"]]
+        if len(known):
+            windows = known
     for table in ("kernels", "operators"):
         if profile.has(table):
             df = profile.table(table)

@@ -14,7 +14,6 @@ Timestamps keep full precision: `"1700000000000100.250"` -> 1700000000000100250 
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import mmap
 import os
 import re
@@ -131,21 +130,33 @@ def _open_mapped(path: str, tmp_dir: str | None):
         magic = fh.read(2)
     if magic == b"\x1f\x8b":
         fd, tmp_name = tempfile.mkstemp(prefix="trace-", suffix=".json", dir=tmp_dir)
-        try:
-            with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as gz:
-                while True:
-                    block = gz.read(4 << 20)
-                    if not block:
-                        break
-                    out.write(block)
-        except (OSError, EOFError, zlib.error) as exc:
-            # Keep what was inflated; a truncated gz still yields its first events.
-            trunc_reason = f"gzip data is damaged or truncated ({exc})"
-            src = tmp_name
-            mm = _map(src)
-            return mm, tmp_name, trunc_reason
-        src = tmp_name
+        reason = _inflate(path, fd)
+        return _map(tmp_name), tmp_name, reason
     return _map(src), tmp_name, None
+
+
+def _inflate(path: str, fd: int) -> str | None:
+    """Inflate a gzip file into fd, block by block; a damaged or truncated stream keeps
+    everything inflated before the damage. Returns a reason when the stream was damaged."""
+    reason = None
+    with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while True:
+                block = src.read(1 << 20)
+                if not block:
+                    if not d.eof:
+                        reason = "gzip data is truncated"
+                    break
+                out.write(d.decompress(block))
+                while d.eof and d.unused_data:  # concatenated gzip members
+                    rest = d.unused_data
+                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    out.write(d.decompress(rest))
+            out.write(d.flush())
+        except zlib.error as exc:
+            reason = f"gzip data is damaged ({exc})"
+    return reason
 
 
 def _map(path: str):

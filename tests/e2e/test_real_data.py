@@ -91,32 +91,47 @@ def test_kineto_kernel_totals_match_the_raw_trace(tb):
 
 
 def test_kineto_steps_match_profiler_step_events(tb):
-    """torch-tb-profiler's step: the ProfilerStep#N window stretched to the end of the device
-    work launched inside it (kernels/memcpy/memset correlated with runtime launches)."""
+    """torch-tb-profiler's step window: starts at max(host start, previous step end), ends at
+    max(host end, end of the device work launched by runtime calls inside the host step);
+    trailing steps that launched less than 80% of the previous step's work are dropped."""
     evs = _resnet_events()
-    windows = {int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
-               for e in evs
-               if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")}
-    launches = {e["args"]["correlation"]: float(e["ts"]) for e in evs
+    windows = sorted((int(e["name"].split("#")[1]), float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+                     for e in evs
+                     if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    launches = [(float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["args"]["correlation"])
+                for e in evs
                 if e.get("ph") == "X" and str(e.get("cat", "")).lower() in ("runtime", "cuda_runtime")
-                and "correlation" in e.get("args", {})}
-    device_ends: dict[int, float] = {}
+                and "correlation" in e.get("args", {})]
+    device = {}
     for e in evs:
-        if e.get("ph") != "X" or str(e.get("cat", "")).lower() not in (
+        if e.get("ph") == "X" and str(e.get("cat", "")).lower() in (
                 "kernel", "memcpy", "memset", "gpu_memcpy", "gpu_memset"):
-            continue
-        t = launches.get(e.get("args", {}).get("correlation"))
-        if t is None:
-            continue
-        for n, (a, b) in windows.items():
-            if a <= t < b:
-                device_ends[n] = max(device_ends.get(n, 0.0), float(e["ts"]) + float(e["dur"]))
+            device.setdefault(e.get("args", {}).get("correlation"), []).append(
+                float(e["ts"]) + float(e["dur"]))
+    dev_end: dict[int, float] = {}
+    launched: dict[int, int] = {}
+    for a, b, corr in launches:
+        for n, s, e in windows:
+            if s <= a and b <= e and corr in device:
+                dev_end[n] = max([dev_end.get(n, 0.0)] + device[corr])
+                launched[n] = launched.get(n, 0) + len(device[corr])
+    expected = {}
+    prev_end = windows[0][1]
+    for n, s, e in windows:
+        start = max(prev_end, s)
+        end = max(e, dev_end.get(n, e))
+        expected[n] = end - start
+        prev_end = end
     data = q(tb, "steps", run="kineto_resnet50_w0", worker="worker0", span="1623143089861")
     got = {s["step"]: s for s in data["steps"]}
-    assert set(got) == set(windows)
-    for n, (a, b) in windows.items():
-        expected = max(b, device_ends.get(n, b)) - a
-        assert got[n]["total_us"] == pytest.approx(expected, abs=1.0), n
+    steps = [n for n, _, _ in windows]
+    last = steps[-1]
+    keep = set(steps)
+    if launched.get(last, 0) < 0.8 * launched.get(steps[-2], 0):
+        keep.discard(last)
+    assert set(got) == keep
+    for n in keep:
+        assert got[n]["total_us"] == pytest.approx(expected[n], abs=1.0), n
         assert sum(got[n]["breakdown"].values()) == pytest.approx(got[n]["total_us"], abs=1.0)
     assert "kernel" in data["categories"]
 
@@ -132,7 +147,12 @@ def test_msprof_cann63_tasks_become_kernels(tb):
                 evs = json.load(fh)
             pids = {e["pid"] for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"
                     and e.get("args", {}).get("name") in ("Ascend Hardware", "Task Scheduler")}
-            count += sum(1 for e in evs if e.get("ph") == "X" and e.get("pid") in pids)
+            # The "Step Trace" thread holds iteration markers, not device tasks.
+            markers = {(e["pid"], e["tid"]) for e in evs if e.get("ph") == "M"
+                       and e.get("name") == "thread_name"
+                       and str(e.get("args", {}).get("name", "")).startswith("Step Trace")}
+            count += sum(1 for e in evs if e.get("ph") == "X" and e.get("pid") in pids
+                         and (e.get("pid"), e.get("tid")) not in markers)
     assert count > 0
     info = q(tb, "run", run="mindinsight_msprof_cann63")
     w = info["workers"][0]

@@ -1,0 +1,463 @@
+"""PyTorch kineto traces (`*.pt.trace.json[.gz]`, GPU or CPU only) -> `Profile`.
+
+`span.root` is the trace file itself. Everything is decoded by `trace_json.read_traces`;
+this module maps the columns onto the model:
+
+tracks    one per (pid, tid). kind: "device" for GPU tracks (process label `GPU n`, or any
+          kernel/memcpy/memset/gpu_user_annotation slice on it; device_id = label digits or
+          the numeric pid), "counter" for tracks with only counter samples, "other" for the
+          `Traces`/`Spans` pseudo processes, else "host".
+slices / flows / counters
+          as decoded (ac2g, async/launch, fwdbwd, forward_backward flows kept as they are).
+          Slices carry one extra column `correlation` (Int64; set on runtime and device
+          events) so `analysis.gpu_breakdown` can link launches to device events without
+          reading the args side file.
+kernels   one row per device event: lowercased cat `kernel` -> core_type/type "kernel";
+          `gpu_memcpy`/`memcpy` -> "memcpy"; `gpu_memset`/`memset` -> "memset". Memcpy and
+          memset are rows too (torch-tb-profiler's kernel view lists only kernels; filter on
+          core_type == "kernel" for that view). stream_id = args.stream (else the tid
+          digits), device_id = args.device (else pid). Step left NA (analysis assigns it).
+          Extra columns: `correlation` (Int64) and `comm` (bool: kernel launched by an
+          NCCL/Gloo collective op, matched on External id like torch-tb-profiler).
+operators one row per `cpu_op`/`operator` slice except `ProfilerStep#*`.
+          input_shapes: `Input Dims` rendered as JSON text, e.g. "[[8, 3], [64]]" (the same
+          text as Python's str() of the list for integer dims; "" when absent).
+          call_stack: `Call stack` frames split on ";" and joined with "\\n".
+          host_total_ns = dur; host_self_ns = dur - sum(dur of direct children), children
+          being the op-tree nodes nested on the same thread (ops, user annotations,
+          ProfilerStep, runtime calls) like torch-tb-profiler's `fill_stats`;
+          device_self_ns = sum of device events (kernel/memcpy/memset) whose launching
+          runtime call (matched on `correlation`) has this op as its innermost enclosing
+          tree node; device_total_ns adds all descendants.
+memory_records
+          `[memory]` instants: component "PyTorch", device "GPU:{id}" (Device Type 1) or
+          "CPU" (0), allocated/reserved = Total Allocated/Total Reserved in MB. Traces before
+          ~torch 1.10 carry only `Bytes`: allocated_mb is then the running sum of Bytes per
+          device from the start of the trace (relative, not absolute) and reserved NaN.
+memory_allocations
+          positive `Bytes` paired with the next negative `Bytes` on the same (device, Addr);
+          name = innermost operator enclosing the allocation on its thread ("" if none);
+          release_ns = -1 when not freed inside the trace. Empty without `Addr`.
+steps     left empty: `analysis.gpu_breakdown.step_breakdown` computes them.
+meta      producer "kineto", device "gpu" if there are device events or deviceProperties
+          else "cpu", rank/world_size/distributed from distributedInfo, deviceProperties,
+          base_time_ns. Timestamps of traces with `baseTimeNanoseconds` (kineto >= 2024-05)
+          are made absolute (epoch ns) by adding it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..model import FileError, Profile
+from . import ARGS_FILE, SpanSource
+from .tolerant import InputError
+from .trace_json import read_traces
+
+DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy",
+               "gpu_memset": "memset", "memset": "memset"}
+RUNTIME_CATS = {"cuda_runtime", "runtime", "mtia_runtime", "xpu_runtime", "privateuse1_runtime",
+                "glow_runtime", "cuda_driver"}
+OP_CATS = {"cpu_op", "operator"}
+TREE_CATS = OP_CATS | {"user_annotation", "python"}
+NCCL_OPS = {"nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather",
+            "nccl:reduce_scatter"}
+GLOO_OPS = {"gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather",
+            "gloo:reduce_scatter"}
+
+EXTRACT = {
+    "a_corr": "correlation",
+    "a_ext": "External id",
+    "a_ext2": "external id",
+    "a_device": "device",
+    "a_stream": "stream",
+    "a_dims": "Input Dims",
+    "a_stack": "Call stack",
+    "a_dev_type": "Device Type",
+    "a_dev_id": "Device Id",
+    "a_addr": "Addr",
+    "a_bytes": "Bytes",
+    "a_total_alloc": "Total Allocated",
+    "a_total_res": "Total Reserved",
+}
+_WANT_CATS = set(DEVICE_CATS) | RUNTIME_CATS | TREE_CATS
+
+
+def _extract_for(ph: str, cat: str) -> bool:
+    if ph == "X":
+        return cat.lower() in _WANT_CATS
+    return ph in ("i", "I")
+
+
+def read(span: SpanSource, work_dir: str | None = None) -> Profile:
+    profile = Profile(meta={"producer": "kineto"})
+    path = span.root
+    args_path = os.path.join(work_dir, ARGS_FILE) if work_dir else None
+    try:
+        tt = read_traces([path], args_path=args_path, tmp_dir=work_dir,
+                         extract_args=EXTRACT, extract_for=_extract_for)
+    except InputError as exc:
+        profile.errors.append(FileError(span.rel(path), str(exc)))
+        profile.meta["device"] = "cpu"
+        return profile
+    except Exception as exc:  # noqa: BLE001 - a reader never raises for bad input
+        profile.errors.append(FileError(span.rel(path), f"cannot read trace: {exc}"))
+        profile.meta["device"] = "cpu"
+        return profile
+    for p, reason in tt.errors:
+        profile.errors.append(FileError(span.rel(p), reason))
+    if args_path:
+        profile.meta["args_file"] = ARGS_FILE
+    else:
+        profile.meta["args_table"] = tt.args
+    try:
+        _fill(profile, tt)
+    except Exception as exc:  # noqa: BLE001
+        profile.errors.append(FileError(span.rel(path), f"unexpected trace content: {exc}"))
+    return profile
+
+
+def _int_or_none(v):
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, float):
+        return int(v) if np.isfinite(v) else None
+    if isinstance(v, str):
+        m = re.search(r"-?\d+", v)
+        return int(m.group()) if m else None
+    return None
+
+
+def _int_col(values) -> pd.arrays.IntegerArray:
+    return pd.array([_int_or_none(v) for v in values], dtype="Int64")
+
+
+def _fill(profile: Profile, tt) -> None:
+    meta = tt.metadata or {}
+    base = meta.get("baseTimeNanoseconds")
+    base_ns = int(base) if isinstance(base, (int, float)) and base else 0
+    slices = tt.slices
+    instants = tt.instants
+    flows = tt.flows
+    counters = tt.counters
+    if base_ns:
+        for df, col in ((slices, "start_ns"), (instants, "ts_ns"), (flows, "ts_ns"),
+                        (counters, "ts_ns")):
+            if len(df):
+                df[col] = df[col].to_numpy(np.int64) + base_ns
+        profile.meta["base_time_ns"] = base_ns
+
+    n = len(slices)
+    cat_l = (slices["cat"].astype("string").fillna("").str.lower().to_numpy(dtype=object)
+             if n else np.zeros(0, object))
+    names = slices["name"].astype("string").fillna("").to_numpy(dtype=object) if n else \
+        np.zeros(0, object)
+    dev_kind = np.array([DEVICE_CATS.get(c, "") for c in cat_l], dtype=object)
+    is_dev = dev_kind != ""
+    is_rt = np.array([c in RUNTIME_CATS for c in cat_l], dtype=bool)
+
+    # --- tracks
+    tracks = tt.tracks.copy()
+    labels = tracks["process_labels"].astype(str)
+    dev_tracks = set(slices.loc[is_dev | (cat_l == "gpu_user_annotation"), "track_id"].unique()) \
+        if n else set()
+    slice_tracks = set(slices["track_id"].unique()) if n else set()
+    counter_tracks = set(counters["track_id"].unique()) if len(counters) else set()
+    kinds, dev_ids = [], []
+    for tid_, pid, lab in zip(tracks["track_id"], tracks["pid"], labels):
+        m = re.match(r"^\s*GPU\s*(\d+)", lab)
+        if m or tid_ in dev_tracks:
+            kinds.append("device")
+            dev_ids.append(int(m.group(1)) if m else _int_or_none(pid))
+        elif tid_ in counter_tracks and tid_ not in slice_tracks:
+            kinds.append("counter")
+            dev_ids.append(None)
+        elif not str(pid).lstrip("-").isdigit():
+            kinds.append("other")
+            dev_ids.append(None)
+        else:
+            kinds.append("host")
+            dev_ids.append(None)
+    tracks["kind"] = kinds
+    tracks["device_id"] = pd.array(dev_ids, dtype="Int64")
+    profile.set("tracks", tracks)
+
+    corr = _int_col(slices["a_corr"]) if n else pd.array([], dtype="Int64")
+    ext = (_int_col([a if a is not None else b for a, b in zip(slices["a_ext"], slices["a_ext2"])])
+           if n else pd.array([], dtype="Int64"))
+    out_slices = slices[["track_id", "start_ns", "dur_ns", "depth", "name", "cat", "args_row"]].copy()
+    corr_keep = corr.copy()
+    corr_keep[~(is_dev | is_rt)] = pd.NA
+    out_slices["correlation"] = corr_keep
+    profile.set("slices", out_slices, keep_extra=True)
+    profile.set("flows", flows)
+    profile.set("counters", counters)
+
+    # --- kernels (device events)
+    comm_ext = set()
+    if n:
+        comm_mask = np.array([nm in NCCL_OPS or nm in GLOO_OPS for nm in names], dtype=bool) & \
+            np.isin(cat_l, list(TREE_CATS))
+        comm_ext = {int(x) for x in ext[comm_mask] if x is not pd.NA}
+    kidx = np.nonzero(is_dev)[0]
+    track_pid = dict(zip(tracks["track_id"], tracks["pid"]))
+    track_tid = dict(zip(tracks["track_id"], tracks["tid"]))
+    k = slices.iloc[kidx]
+    stream = [_int_or_none(s) if s is not None else _int_or_none(track_tid.get(t))
+              for s, t in zip(k["a_stream"], k["track_id"])]
+    device = [_int_or_none(d) if d is not None else _int_or_none(track_pid.get(t))
+              for d, t in zip(k["a_device"], k["track_id"])]
+    kext = ext[kidx] if n else ext
+    kernels = pd.DataFrame({
+        "name": k["name"].astype("string").fillna("").to_numpy(dtype=object),
+        "type": dev_kind[kidx],
+        "core_type": dev_kind[kidx],
+        "start_ns": k["start_ns"].to_numpy(np.int64),
+        "dur_ns": k["dur_ns"].to_numpy(np.int64),
+        "device_id": pd.array(device, dtype="Int64"),
+        "stream_id": pd.array(stream, dtype="Int64"),
+        "correlation": corr[kidx] if n else corr,
+        "comm": np.array([(x is not pd.NA and int(x) in comm_ext) for x in kext], dtype=bool)
+        if (comm_ext and len(kidx)) else np.zeros(len(kidx), dtype=bool),
+    })
+    kernels = kernels.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    profile.set("kernels", kernels, keep_extra=True)
+
+    # --- operators
+    _operators(profile, slices, cat_l, names, is_rt, is_dev, corr)
+
+    # --- memory
+    _memory(profile, instants, slices, cat_l, names)
+
+    # --- meta
+    props = meta.get("deviceProperties")
+    dist = meta.get("distributedInfo")
+    profile.meta["device"] = "gpu" if (len(kidx) or (isinstance(props, list) and props)) else "cpu"
+    if isinstance(props, list):
+        profile.meta["deviceProperties"] = props
+    if isinstance(dist, dict):
+        profile.meta["distributed"] = dist
+        if _int_or_none(dist.get("rank")) is not None:
+            profile.meta["rank"] = _int_or_none(dist.get("rank"))
+        if _int_or_none(dist.get("world_size")) is not None:
+            profile.meta["world_size"] = _int_or_none(dist.get("world_size"))
+    devs = sorted({d for d in kernels["device_id"].dropna().tolist()})
+    if devs:
+        profile.meta["device_id"] = int(devs[0])
+    versions = {}
+    if meta.get("schemaVersion") is not None:
+        versions["schema"] = meta.get("schemaVersion")
+    if meta.get("Framework"):
+        versions["framework"] = meta.get("Framework")
+    profile.meta["versions"] = versions
+
+
+def _shapes_text(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    try:
+        return json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _stack_text(v) -> str:
+    if not v or not isinstance(v, str):
+        return ""
+    return "\n".join(f.strip() for f in v.split(";") if f.strip())
+
+
+def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
+    n = len(slices)
+    if n == 0:
+        return
+    is_tree = np.isin(cat_l, list(TREE_CATS))
+    is_op = np.isin(cat_l, list(OP_CATS)) & ~np.array(
+        [nm.startswith("ProfilerStep#") for nm in names], dtype=bool)
+    if not is_op.any():
+        return
+    # Device time per correlation id.
+    dev_dur: dict[int, int] = {}
+    if is_dev.any():
+        dc = corr[is_dev]
+        dd = slices["dur_ns"].to_numpy(np.int64)[is_dev]
+        for c, d in zip(dc, dd):
+            if c is not pd.NA:
+                dev_dur[int(c)] = dev_dur.get(int(c), 0) + int(d)
+    sel = np.nonzero(is_tree | is_rt)[0]
+    track = slices["track_id"].to_numpy()[sel]
+    start = slices["start_ns"].to_numpy(np.int64)[sel]
+    dur = slices["dur_ns"].to_numpy(np.int64)[sel]
+    # Order: track, start, longer first; runtimes after ops with the same start and dur.
+    rt_flag = is_rt[sel].astype(np.int8)
+    order = np.lexsort((rt_flag, -dur, start, track))
+    sel, track, start, dur, rt_flag = sel[order], track[order], start[order], dur[order], rt_flag[order]
+    m = len(sel)
+    child_dur = np.zeros(m, np.int64)
+    dev_self = np.zeros(m, np.int64)
+    parent = np.full(m, -1, np.int64)
+    corr_sel = corr[sel]
+    tl, sl, el = track.tolist(), start.tolist(), (start + dur).tolist()
+    stack: list[int] = []
+    cur = None
+    for i in range(m):
+        t = tl[i]
+        if t != cur:
+            stack = []
+            cur = t
+        s = sl[i]
+        while stack and el[stack[-1]] <= s and el[stack[-1]] > sl[stack[-1]]:
+            stack.pop()
+        # A child must end inside its parent.
+        while stack and el[i] > el[stack[-1]]:
+            stack.pop()
+        if stack:
+            p = stack[-1]
+            parent[i] = p
+            child_dur[p] += el[i] - s
+        if rt_flag[i]:
+            c = corr_sel[i]
+            if c is not pd.NA and stack:
+                dev_self[stack[-1]] += dev_dur.get(int(c), 0)
+        else:
+            stack.append(i)
+    dev_total = dev_self.copy()
+    # Children always come after their parent in this order: accumulate backwards.
+    for i in range(m - 1, -1, -1):
+        p = parent[i]
+        if p >= 0 and not rt_flag[i]:
+            dev_total[p] += dev_total[i]
+    op_pos = np.nonzero(is_op[sel])[0]
+    rows = sel[op_pos]
+    ops = pd.DataFrame({
+        "name": names[rows],
+        "input_shapes": [_shapes_text(v) for v in slices["a_dims"].to_numpy(dtype=object)[rows]],
+        "call_stack": [_stack_text(v) for v in slices["a_stack"].to_numpy(dtype=object)[rows]],
+        "start_ns": start[op_pos],
+        "host_total_ns": dur[op_pos],
+        "host_self_ns": np.maximum(dur[op_pos] - child_dur[op_pos], 0),
+        "device_self_ns": dev_self[op_pos],
+        "device_total_ns": dev_total[op_pos],
+        "_track": track[op_pos],
+    })
+    ops = ops.sort_values(["start_ns", "_track"], kind="stable").drop(columns="_track")
+    profile.set("operators", ops)
+
+
+def _memory(profile, instants, slices, cat_l, names) -> None:
+    if len(instants) == 0:
+        return
+    mem = instants[instants["name"].astype("string") == "[memory]"]
+    if len(mem) == 0:
+        return
+    ts = mem["ts_ns"].to_numpy(np.int64)
+    dtype = [_int_or_none(v) for v in mem["a_dev_type"]]
+    did = [_int_or_none(v) for v in mem["a_dev_id"]]
+    device = np.array(["GPU:%d" % (d if d is not None and d >= 0 else 0) if t == 1 else
+                       ("CPU" if t == 0 else f"DEVICE{t}:{d}") for t, d in zip(dtype, did)],
+                      dtype=object)
+    nbytes = np.array([float(b) if isinstance(b, (int, float)) else 0.0 for b in mem["a_bytes"]])
+    ta = np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in mem["a_total_alloc"]])
+    tr = np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in mem["a_total_res"]])
+    order = np.argsort(ts, kind="stable")
+    ts, device, nbytes, ta, tr = ts[order], device[order], nbytes[order], ta[order], tr[order]
+    addr = np.array(mem["a_addr"].to_numpy(dtype=object)[order])
+    tracks_of = mem["track_id"].to_numpy()[order]
+    MB = float(1 << 20)
+    if np.isnan(ta).all():
+        # Old traces: running sum of Bytes per device (relative to the trace start).
+        alloc = np.zeros(len(ts))
+        run: dict[str, float] = {}
+        for i, (d, b) in enumerate(zip(device, nbytes)):
+            run[d] = run.get(d, 0.0) + b
+            alloc[i] = run[d]
+        allocated_mb = alloc / MB
+        profile.meta["memory_totals"] = "running_sum_of_bytes"
+    else:
+        allocated_mb = ta / MB
+    records = pd.DataFrame({"component": "PyTorch", "device": device, "ts_ns": ts,
+                            "allocated_mb": allocated_mb, "reserved_mb": tr / MB})
+    profile.set("memory_records", records)
+
+    # Allocations: pair +Bytes / -Bytes on the same (device, Addr).
+    if all(a is None for a in addr):
+        return
+    open_blocks: dict[tuple, int] = {}
+    rel = np.full(len(ts), -1, np.int64)
+    is_alloc = np.zeros(len(ts), bool)
+    for i in range(len(ts)):
+        a = addr[i]
+        if a is None:
+            continue
+        key = (device[i], a)
+        if nbytes[i] > 0:
+            open_blocks[key] = i
+            is_alloc[i] = True
+        elif nbytes[i] < 0:
+            j = open_blocks.pop(key, None)
+            if j is not None:
+                rel[j] = ts[i]
+    idx = np.nonzero(is_alloc)[0]
+    if len(idx) == 0:
+        return
+    op_names = _enclosing_ops(slices, cat_l, names, tracks_of[idx], ts[idx])
+    release = rel[idx]
+    allocs = pd.DataFrame({
+        "name": op_names,
+        "device": device[idx],
+        "size_kb": nbytes[idx] / 1024.0,
+        "alloc_ns": ts[idx],
+        "release_ns": release,
+        "duration_ns": np.where(release >= 0, release - ts[idx], -1),
+        "alloc_total_allocated_mb": ta[idx] / MB,
+        "alloc_total_reserved_mb": tr[idx] / MB,
+    })
+    profile.set("memory_allocations", allocs)
+
+
+def _enclosing_ops(slices, cat_l, names, tracks, times) -> list[str]:
+    """Innermost cpu_op slice on the same track covering each time ("" if none)."""
+    out = [""] * len(times)
+    is_op = np.isin(cat_l, list(OP_CATS))
+    if not is_op.any() or len(times) == 0:
+        return out
+    op = slices.loc[is_op, ["track_id", "start_ns", "dur_ns", "depth"]]
+    op_names = names[is_op]
+    by_track: dict = {}
+    for t in np.unique(tracks):
+        mk = op["track_id"].to_numpy() == t
+        if not mk.any():
+            continue
+        s = op["start_ns"].to_numpy(np.int64)[mk]
+        e = s + op["dur_ns"].to_numpy(np.int64)[mk]
+        o = np.lexsort((-(e - s), s))
+        by_track[t] = (s[o], e[o], op_names[mk][o])
+    # Sweep per track with a stack of open ops.
+    order = np.lexsort((times, tracks))
+    cur_t, j, stack = None, 0, []
+    for q in order:
+        t, x = tracks[q], times[q]
+        if t != cur_t:
+            cur_t, j, stack = t, 0, []
+        data = by_track.get(t)
+        if data is None:
+            continue
+        s, e, nm = data
+        while j < len(s) and s[j] <= x:
+            while stack and e[stack[-1]] <= s[j]:
+                stack.pop()
+            stack.append(j)
+            j += 1
+        while stack and e[stack[-1]] < x:
+            stack.pop()
+        if stack:
+            out[q] = nm[stack[-1]]
+    return out

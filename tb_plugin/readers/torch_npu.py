@@ -1,0 +1,804 @@
+"""torch_npu `*_ascend_pt` and MindSpore 2.x `*_ascend_ms` span directories -> `Profile`.
+
+Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (formats.md §1.1,
+§1.2, §2.2–2.12, §2.22). What differs between producers and versions is kept as data:
+
+- `_FIELDS_*` tables map each model column to the header variants seen across versions
+  (e.g. `Step Id`/`Step ID`, `Block Num`/`Block Dim`, `Total Reserved(MB)`/`(KB)`) and a
+  conversion (`us` -> exact int ns, `ms` -> ns, `int`, `float`, `text`).
+- `_DIALECTS` holds per-producer facts (MindSpore's "MB" columns are KB/1000, its
+  operator_details.csv has only Name/Input Shapes).
+
+Normalizations (documented for the views):
+- `Input Shapes` (operator_details, kernel_details): the producer's text with the `;\\r\\n`
+  separators turned into `;` and one trailing `;` removed: `"8,3,224,224;64,3,7,7"` —
+  the same form kernel_details uses (`;` between tensors, `,` between dims).
+- `Call Stack`: frames separated by `"\\n"` (the producer's `;\\r\\n`), no trailing separator.
+- communication_matrix.json: every row is kept; `op` is the entry key as written
+  (`allreduce-top1@group`, `allreduce-total@group`, or msprof's `hcom_x__1_0@group`/`total`),
+  extra columns `op_name` (the original op, torch_npu's "Op Name"), `group`, `kind`
+  (collective/p2p) and `aggregate` (True for `*-total@*` / `total` rows). Sum only
+  `aggregate` rows (torch_npu) or only non-aggregate rows (msprof layout) to avoid double counting:
+  top1/middle/bottom rows are representatives repeated from the same links.
+- steps: from step_trace_time.csv; `bd_computing`, `bd_communication_not_overlapped`,
+  `bd_overlapped`, `bd_free` (ns); `total_ns` = computing + communication_not_overlapped + free.
+  Extra (non-breakdown) columns: `communication_ns`, `stage_ns`, `bubble_ns`,
+  `comm_not_overlapped_exclude_receive_ns`, `preparing_ns`, `device_id`.
+  start_ns/end_ns = the host `ProfilerStep#N` window when the trace has one, else 0.
+  Without step_trace_time.csv the steps table stays empty; `tb_plugin.analysis.npu_overlap.
+  steps_from_overlap(profile)` derives it from Overlap Analysis events (called by derive).
+- operators: `start_ns` 0 and `step` <NA> (operator_details.csv has no time). Extra columns
+  `device_self_aicore_ns`, `device_total_aicore_ns`. MindSpore's 2-column file has no
+  durations: they are 0 and `meta["operator_durations"] = False`.
+- kernels: unknown headers (PMU metrics, …) are kept as extra float64 columns under their
+  original header; known text columns that the model has no place for are dropped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..model import FileError, Profile
+from . import ARGS_FILE, SpanSource
+from .tolerant import InputError, pick, read_csv, read_json_file, to_float, us_text_to_ns
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+
+STEP_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Dialect:
+    producer: str
+    # Factor turning the file's "(MB)" numbers into MiB: torch_npu divides bytes by 1024**2
+    # (factor 1); MindSpore divides KB by 1000, so MiB = value * 1000 / 1024.
+    memory_mb_to_mib: float
+    host_processes: tuple[str, ...]
+
+
+_DIALECTS = {
+    "torch_npu": _Dialect("torch_npu", 1.0, ("Python", "Python GC")),
+    "mindspore": _Dialect("mindspore", 1000.0 / 1024.0,
+                          ("MindSpore", "CPU OP", "Scope Layer", "python", "python3")),
+}
+
+# Process name -> track kind (formats.md §2.2.2, §2.22). Tracks whose process is not listed
+# are "counter" when they carry only counter samples, else "other".
+_PROCESS_KIND = {
+    "Python": "host", "Python GC": "host", "MindSpore": "host", "CPU OP": "host",
+    "Scope Layer": "host", "python": "host", "python3": "host",
+    "CANN": "cann",
+    "Ascend Hardware": "device",
+    "Communication": "communication", "HCCL": "communication",
+    "Overlap Analysis": "overlap",
+}
+
+# (model column, header variants, conversion). Conversions: us -> int ns exact, int ->
+# nullable Int64, float -> float64, text -> string.
+_FIELDS_KERNELS = [
+    ("step", ("Step Id", "Step ID"), "int"),
+    ("device_id", ("Device_id", "Device ID"), "int"),
+    ("name", ("Name", "Op Name"), "text"),
+    ("type", ("Type", "OP Type"), "text"),
+    ("core_type", ("Accelerator Core", "Task Type"), "text"),
+    ("start_ns", ("Start Time(us)", "Task Start Time(us)"), "us"),
+    ("dur_ns", ("Duration(us)", "Task Duration(us)"), "us"),
+    ("wait_ns", ("Wait Time(us)", "Task Wait Time(us)"), "us"),
+    ("stream_id", ("Stream ID", "Stream Id"), "int"),
+    ("block_dim", ("Block Num", "Block Dim"), "int"),
+    ("input_shapes", ("Input Shapes",), "shapes"),
+    ("input_dtypes", ("Input Data Types",), "text"),
+    ("output_shapes", ("Output Shapes",), "shapes"),
+]
+_KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
+# Text columns of kernel_details that are neither in the model nor numeric metrics.
+_KERNEL_TEXT_SKIP = {"Model ID", "Task ID", "OP State", "HF32 Eligible", "Input Formats",
+                     "Output Data Types", "Output Formats", "Context ID", "Mix Block Num",
+                     "Mix Block Dim", "Model Name", "Infer ID"}
+
+_FIELDS_OPERATORS = [
+    ("name", ("Name",), "text"),
+    ("input_shapes", ("Input Shapes",), "shapes"),
+    ("call_stack", ("Call Stack",), "stack"),
+    ("host_self_ns", ("Host Self Duration(us)",), "us"),
+    ("host_total_ns", ("Host Total Duration(us)",), "us"),
+    ("device_self_ns", ("Device Self Duration(us)",), "us"),
+    ("device_total_ns", ("Device Total Duration(us)",), "us"),
+    ("device_self_aicore_ns", ("Device Self Duration With AICore(us)",), "us"),
+    ("device_total_aicore_ns", ("Device Total Duration With AICore(us)",), "us"),
+]
+
+_FIELDS_STEPS = [
+    ("device_id", ("Device_id", "Device ID"), "int"),
+    ("bd_computing", ("Computing",), "us"),
+    ("bd_communication_not_overlapped", ("Communication(Not Overlapped)",), "us"),
+    ("bd_overlapped", ("Overlapped",), "us"),
+    ("communication_ns", ("Communication",), "us"),
+    ("bd_free", ("Free",), "us"),
+    ("stage_ns", ("Stage",), "us"),
+    ("bubble_ns", ("Bubble",), "us"),
+    ("comm_not_overlapped_exclude_receive_ns",
+     ("Communication(Not Overlapped and Exclude Receive)",), "us"),
+    ("preparing_ns", ("Preparing",), "us"),
+]
+_STEP_REQUIRED = ("Computing", "Communication(Not Overlapped)", "Free")
+
+_FIELDS_MEMORY = [
+    ("component", ("Component",), "text"),
+    ("ts_ns", ("Timestamp(us)",), "us"),
+    ("allocated_mb", ("Total Allocated(MB)",), "mb"),
+    ("reserved_mb", ("Total Reserved(MB)",), "mb"),
+    ("active_mb", ("Total Active(MB)",), "mb"),
+    ("device", ("Device Type", "Device"), "text"),
+]
+
+_FIELDS_OP_MEMORY = [
+    ("name", ("Name",), "text"),
+    ("size_kb", ("Size(KB)",), "float"),
+    ("alloc_ns", ("Allocation Time(us)",), "us"),
+    ("release_ns", ("Release Time(us)",), "us_or_missing"),
+    ("duration_ns", ("Duration(us)",), "us_or_missing"),
+    ("alloc_total_allocated_mb", ("Allocation Total Allocated(MB)",), "mb"),
+    ("alloc_total_reserved_mb", ("Allocation Total Reserved(MB)",), "mb"),
+    ("device", ("Device Type", "Device"), "text"),
+]
+
+# Header variant -> factor to MiB, for npu_module_mem.csv.
+_MODULE_RESERVED = (("Total Reserved(MB)", 1.0), ("Total Reserved(KB)", 1.0 / 1024.0))
+
+_COMM_TIME_KEYS = {
+    "elapse_ns": "Elapse Time(ms)",
+    "transit_ns": "Transit Time(ms)",
+    "wait_ns": "Wait Time(ms)",
+    "sync_ns": "Synchronization Time(ms)",
+    "idle_ns": "Idle Time(ms)",
+}
+_P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
+_STEP_KEY = re.compile(r"^step(\d*)$")
+_NPU_LABEL = re.compile(r"NPU\s*:?\s*(\d+)")
+
+
+# --------------------------------------------------------------------------- entry points
+
+def read(span: SpanSource, work_dir: str | None = None) -> Profile:
+    """Read a torch_npu `*_ascend_pt` span directory."""
+    return _read(span, work_dir, _DIALECTS["torch_npu"])
+
+
+def read_mindspore(span: SpanSource, work_dir: str | None = None) -> Profile:
+    """Read a MindSpore 2.x `*_ascend_ms` span directory."""
+    return _read(span, work_dir, _DIALECTS["mindspore"])
+
+
+class _Ctx:
+    def __init__(self, span: SpanSource, work_dir: str | None, dialect: _Dialect):
+        self.span = span
+        self.work_dir = work_dir
+        self.dialect = dialect
+        self.profile = Profile(meta={"producer": dialect.producer, "device": "npu"})
+        self.out = os.path.join(span.root, OUTPUT_DIR)
+
+    def error(self, path: str, message: str) -> None:
+        self.profile.errors.append(FileError(self.span.rel(path), message))
+
+    def path(self, name: str) -> str | None:
+        p = os.path.join(self.out, name)
+        return p if os.path.isfile(p) else None
+
+    def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        """Read an output CSV; errors/warnings become FileErrors; None if absent/unusable."""
+        p = self.path(name)
+        if p is None:
+            return None
+        rel = self.span.rel(p)
+        try:
+            df, warnings = read_csv(p, rel, required=required)
+        except InputError as exc:
+            self.error(p, str(exc))
+            return None
+        except Exception as exc:  # never raise for bad input
+            self.error(p, f"cannot read file: {exc}")
+            return None
+        for w in warnings:
+            self.error(p, w[len(rel) + 2:] if w.startswith(rel + ": ") else w)
+        return df
+
+
+def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect) -> Profile:
+    ctx = _Ctx(span, work_dir, dialect)
+    p = ctx.profile
+    if span.rank is not None:
+        p.meta["rank"] = span.rank
+    if span.device_id is not None:
+        p.meta["device_id"] = span.device_id
+    steps = [
+        _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
+        _read_memory_records, _read_memory_allocations, _read_module_memory,
+        _read_communication, _read_communication_matrix,
+    ]
+    for fn in steps:
+        try:
+            fn(ctx)
+        except Exception as exc:  # a bug or an unforeseen layout must not stop the span
+            ctx.error(ctx.out, f"{fn.__name__[6:]}: unexpected error while reading: "
+                      f"{type(exc).__name__}: {exc}")
+    _check_any_data(ctx)
+    _finish_meta(ctx)
+    return p
+
+
+def _check_any_data(ctx: _Ctx) -> None:
+    """Explain an empty span: DB-only export, or no deliverables at all."""
+    p = ctx.profile
+    if any(p.has(t) for t in p.tables) or p.errors:
+        return
+    dbs = sorted(glob.glob(os.path.join(ctx.out, "*.db")))
+    if dbs:
+        ctx.error(dbs[0], "only SQLite export (export_type=db) found; text export needed")
+    elif not os.path.isdir(ctx.out):
+        ctx.error(ctx.span.root, f"no {OUTPUT_DIR} directory: the profile was not parsed"
+                  " (run torch_npu.profiler.profiler.analyse on it)")
+    else:
+        ctx.error(ctx.out, "no readable profiler output files found")
+
+
+# --------------------------------------------------------------------------- conversions
+
+def _convert(df: pd.DataFrame, fields, dialect: _Dialect) -> dict:
+    """Columns of `df` picked by header variant and converted; absent columns are omitted."""
+    out = {}
+    for col, variants, conv in fields:
+        src = pick(df, *variants)
+        if src is None:
+            continue
+        out[col] = _conv(df[src], conv, dialect)
+    return out
+
+
+def _conv(s: pd.Series, conv: str, dialect: _Dialect):
+    if conv == "us":
+        return _us_ns(s)
+    if conv == "us_or_missing":
+        ns = _us_ns(s)
+        return np.where(s.isna().to_numpy(), -1, ns).astype(np.int64)
+    if conv == "int":
+        return pd.Series(_float(s)).round().astype("Int64")
+    if conv == "float":
+        return _float(s)
+    if conv == "mb":
+        return _float(s) * dialect.memory_mb_to_mib
+    if conv == "shapes":
+        return _shapes_text(s)
+    if conv == "stack":
+        return _stack_text(s)
+    return s.astype("string").fillna("")
+
+
+def _float(s: pd.Series) -> np.ndarray:
+    """Text column -> float64 (NaN for missing), through pyarrow; junk cells -> NaN."""
+    if s.dtype.kind in "fiu":
+        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        arr = pa.array(s.astype("string"), from_pandas=True).cast(pa.float64())
+        return arr.to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+        return to_float(s)
+
+
+def _us_ns(s: pd.Series) -> np.ndarray:
+    if s.dtype.kind in "fiu":
+        return us_text_to_ns(pa.array(s.to_numpy()))
+    return us_text_to_ns(pa.array(s.astype("string"), from_pandas=True))
+
+
+def _arrow_text(s: pd.Series) -> pa.Array:
+    arr = pa.array(s.astype("string"), from_pandas=True).fill_null("")
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def _shapes_text(s: pd.Series) -> pd.Series:
+    """`"8,3,224,224;\r\n64,3,7,7;\r\n"` -> `"8,3,224,224;64,3,7,7"` (one form everywhere)."""
+    a = pc.replace_substring_regex(_arrow_text(s), pattern=r"[\r\n]+", replacement="")
+    a = pc.replace_substring_regex(pc.utf8_trim_whitespace(a), pattern=r";$", replacement="")
+    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
+
+
+def _stack_text(s: pd.Series) -> pd.Series:
+    """Call stack frames separated by `"\n"` instead of `;\r\n`; no trailing separator."""
+    a = pc.replace_substring_regex(_arrow_text(s), pattern=r";?\r?\n", replacement="\n")
+    a = pc.replace_substring_regex(a, pattern=r"[;\n]+$", replacement="")
+    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
+
+
+def _int_or_none(v):
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _ms_ns(v) -> int:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return 0
+    if not np.isfinite(f):
+        return 0
+    return int(round(f * 1e6))
+
+
+def _f(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+# --------------------------------------------------------------------------- info / meta
+
+def _read_info(ctx: _Ctx) -> None:
+    meta = ctx.profile.meta
+    infos = sorted(glob.glob(os.path.join(ctx.span.root, "profiler_info*.json")))
+    for path in infos:
+        m = re.match(r"profiler_info_(\d+)\.json$", os.path.basename(path))
+        if m and "rank" not in meta:
+            meta["rank"] = int(m.group(1))
+        if os.path.getsize(path) == 0:
+            continue  # early torch_npu wrote empty files as rank markers
+        try:
+            info = read_json_file(path)
+        except InputError as exc:
+            ctx.error(path, str(exc))
+            continue
+        if not isinstance(info, dict):
+            ctx.error(path, "expected a JSON object")
+            continue
+        rank = _int_or_none(info.get("rank_id"))
+        if rank is not None and rank >= 0 and "rank" not in meta:
+            meta["rank"] = rank
+        config = info.get("config") if isinstance(info.get("config"), dict) else {}
+        exp = config.get("experimental_config")
+        level = exp.get("_profiler_level") if isinstance(exp, dict) else None
+        if level:
+            meta["profiler_level"] = str(level)
+        versions = {k: str(info[k]) for k in ("torch_npu_version", "cann_version", "ms_version")
+                    if info.get(k) not in (None, "")}
+        if versions:
+            meta.setdefault("versions", {}).update(versions)
+        ws = _int_or_none(info.get("rank_size"))
+        if ws and ws > 0:
+            meta["world_size"] = ws
+
+
+def _read_metadata(ctx: _Ctx) -> None:
+    path = os.path.join(ctx.span.root, "profiler_metadata.json")
+    if not os.path.isfile(path):
+        return
+    try:
+        md = read_json_file(path)
+    except InputError as exc:
+        ctx.error(path, str(exc))
+        return
+    if not isinstance(md, dict):
+        ctx.error(path, "expected a JSON object")
+        return
+    groups = md.get("parallel_group_info")
+    if isinstance(groups, dict) and groups:
+        sizes = []
+        for g in groups.values():
+            if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
+                sizes.append(len(g["global_ranks"]))
+        if sizes:
+            ctx.profile.meta["world_size"] = max(sizes)
+        ctx.profile.meta["distributed"] = {"parallel_group_info": groups}
+
+
+def _finish_meta(ctx: _Ctx) -> None:
+    p = ctx.profile
+    meta = p.meta
+    if "device_id" not in meta:
+        dev = None
+        k = p.tables.get("kernels")
+        if k is not None and len(k):
+            d = k["device_id"].dropna()
+            if len(d):
+                dev = int(d.mode().iloc[0])
+        if dev is None:
+            dev = _tracks_device(p)
+        if dev is None:
+            dirs = glob.glob(os.path.join(ctx.span.root, "PROF_*", "device_*"))
+            ids = sorted({int(m.group(1)) for m in
+                          (re.search(r"device_(\d+)$", x) for x in dirs) if m})
+            if ids:
+                dev = ids[0]
+        if dev is not None:
+            meta["device_id"] = dev
+    if p.has("steps"):
+        meta["step_categories"] = list(STEP_CATEGORIES)
+
+
+def _tracks_device(p: Profile) -> int | None:
+    """Most common device id of the device-side tracks (NPU labels / pid encoding)."""
+    t = p.tables.get("tracks")
+    if t is None or len(t) == 0:
+        return None
+    d = t.loc[t["kind"].isin(["device", "communication", "overlap"]), "device_id"].dropna()
+    return int(d.mode().iloc[0]) if len(d) else None
+
+
+# --------------------------------------------------------------------------- trace
+
+def _find_trace(ctx: _Ctx) -> str | None:
+    for name in ("trace_view.json", "trace_view.json.gz"):
+        p = ctx.path(name)
+        if p:
+            return p
+    return None
+
+
+def _read_trace(ctx: _Ctx) -> None:
+    from .trace_json import read_traces
+
+    path = _find_trace(ctx)
+    if path is None:
+        return
+    args_path = os.path.join(ctx.work_dir, ARGS_FILE) if ctx.work_dir else None
+    try:
+        tt = read_traces([path], args_path=args_path, tmp_dir=ctx.work_dir)
+    except InputError as exc:
+        ctx.error(path, str(exc))
+        return
+    for epath, reason in tt.errors:
+        ctx.error(epath, reason)
+    p = ctx.profile
+    if args_path:
+        p.meta["args_file"] = ARGS_FILE
+    else:
+        p.meta["args_table"] = tt.args
+    tracks = _track_table(tt.tracks, tt.slices, tt.counters)
+    p.set("tracks", tracks)
+    p.set("slices", tt.slices)
+    p.set("flows", tt.flows)
+    p.set("counters", tt.counters)
+    ctx.step_windows = _profiler_step_windows(p.tables["slices"], p.tables["tracks"])
+
+
+def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFrame):
+    t = tracks.copy()
+    if len(t) == 0:
+        return t
+    proc = t["process"].astype(str)
+    kind = proc.map(_PROCESS_KIND)
+    with_slices = np.isin(t["track_id"].to_numpy(), np.unique(slices["track_id"].to_numpy()))
+    with_counters = np.isin(t["track_id"].to_numpy(), np.unique(counters["track_id"].to_numpy()))
+    counter_only = with_counters & ~with_slices
+    kind = kind.where(kind.notna(), np.where(counter_only, "counter", "other"))
+    t["kind"] = kind.astype(str)
+    # Device id: "NPU {id}" label first, then the msprof pid encoding (formats.md §2.2.3).
+    labels = t["process_labels"].astype(str).str.extract(_NPU_LABEL, expand=False)
+    dev = pd.to_numeric(labels, errors="coerce")
+    pid = pd.to_numeric(t["pid"], errors="coerce")
+    sort = t["process_sort"].to_numpy()
+    pid_i = pid.fillna(-1).astype(np.int64).to_numpy()
+    layer = (pid_i >> 5) & 31
+    encoded = ((pid_i >= 1024) & (layer == sort) & ((pid_i & 31) != 31)
+               & (t["kind"].to_numpy() != "host"))
+    enc_dev = pd.Series(np.where(encoded, pid_i & 31, np.nan), index=t.index)
+    dev = dev.where(dev.notna(), enc_dev)
+    t["device_id"] = dev.round().astype("Int64")
+    t["process_sort"] = np.clip(t["process_sort"].to_numpy(), -(1 << 31), (1 << 31) - 1)
+    t["thread_sort"] = np.clip(t["thread_sort"].to_numpy(), -(1 << 31), (1 << 31) - 1)
+    return t
+
+
+def _profiler_step_windows(slices: pd.DataFrame, tracks: pd.DataFrame) -> pd.DataFrame:
+    """ProfilerStep#N host windows: step, start_ns, end_ns (min start / max end per N)."""
+    empty = pd.DataFrame({"step": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
+                          "end_ns": np.zeros(0, np.int64)})
+    if len(slices) == 0:
+        return empty
+    names = slices["name"]
+    cats = pd.Series(names.cat.categories if hasattr(names, "cat") else names.unique())
+    step_names = cats[cats.astype(str).str.startswith("ProfilerStep#")]
+    if len(step_names) == 0:
+        return empty
+    sel = slices[names.isin(step_names.tolist())]
+    num = pd.to_numeric(sel["name"].astype(str).str.slice(len("ProfilerStep#")), errors="coerce")
+    df = pd.DataFrame({"step": num, "start_ns": sel["start_ns"].to_numpy(),
+                       "end_ns": sel["start_ns"].to_numpy() + sel["dur_ns"].to_numpy()})
+    df = df.dropna(subset=["step"])
+    df["step"] = df["step"].astype(np.int64)
+    return df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
+                                                  end_ns=("end_ns", "max"))
+
+
+# --------------------------------------------------------------------------- kernels
+
+def _read_kernels(ctx: _Ctx) -> None:
+    df = ctx.csv("kernel_details.csv", required=_KERNEL_REQUIRED)
+    if df is None:
+        return
+    cols = _convert(df, _FIELDS_KERNELS, ctx.dialect)
+    out = pd.DataFrame(cols)
+    used = {pick(df, *v) for _, v, _ in _FIELDS_KERNELS}
+    extra = {}
+    for c in df.columns:
+        if c in used or c in _KERNEL_TEXT_SKIP:
+            continue
+        extra[c] = _float(df[c])
+    if extra:
+        out = pd.concat([out, pd.DataFrame(extra)], axis=1)
+    if "device_id" not in out.columns:
+        dev = ctx.profile.meta.get("device_id")
+        if dev is None:
+            dev = _tracks_device(ctx.profile)
+        if dev is not None:
+            out["device_id"] = pd.array([dev] * len(out), dtype="Int64")
+    ctx.profile.set("kernels", out, keep_extra=True)
+
+
+# --------------------------------------------------------------------------- operators
+
+def _read_operators(ctx: _Ctx) -> None:
+    df = ctx.csv("operator_details.csv", required=("Name",))
+    if df is None:
+        return
+    cols = _convert(df, _FIELDS_OPERATORS, ctx.dialect)
+    has_durations = "host_total_ns" in cols or "device_total_ns" in cols
+    if not has_durations:
+        ctx.profile.meta["operator_durations"] = False
+    ctx.profile.set("operators", pd.DataFrame(cols), keep_extra=True)
+
+
+# --------------------------------------------------------------------------- steps
+
+def _read_steps(ctx: _Ctx) -> None:
+    df = ctx.csv("step_trace_time.csv", required=_STEP_REQUIRED)
+    if df is None:
+        return
+    cols = _convert(df, _FIELDS_STEPS, ctx.dialect)
+    out = pd.DataFrame(cols)
+    step_col = pick(df, "Step", "Step Id", "Step ID")
+    if step_col is not None:
+        out["step"] = pd.to_numeric(df[step_col], errors="coerce").fillna(0).astype(np.int64)
+    else:
+        out["step"] = np.zeros(len(out), np.int64)
+    # One span = one device; if the file holds several, keep the span's device (or the first).
+    if "device_id" in out.columns and out["device_id"].nunique() > 1:
+        want = ctx.profile.meta.get("device_id")
+        devs = out["device_id"].dropna().unique()
+        if want is None or want not in set(devs.tolist()):
+            want = int(sorted(devs.tolist())[0])
+        out = out[out["device_id"] == want].reset_index(drop=True)
+    for c in ("bd_computing", "bd_communication_not_overlapped", "bd_overlapped", "bd_free"):
+        if c not in out.columns:
+            out[c] = np.zeros(len(out), np.int64)
+    out["total_ns"] = (out["bd_computing"] + out["bd_communication_not_overlapped"]
+                       + out["bd_free"])
+    win = getattr(ctx, "step_windows", None)
+    if win is not None and len(win):
+        if (out["step"] == 0).all() and not (win["step"] == 0).any():
+            # One whole-run row (MindSpore, or no steps): the window covering all steps.
+            win = pd.DataFrame({"step": [0], "start_ns": [win["start_ns"].min()],
+                                "end_ns": [win["end_ns"].max()]})
+        m = out[["step"]].merge(win, on="step", how="left")
+        out["start_ns"] = m["start_ns"].fillna(0).astype(np.int64).to_numpy()
+        out["end_ns"] = m["end_ns"].fillna(0).astype(np.int64).to_numpy()
+    order = ["step", "start_ns", "end_ns", "total_ns", "bd_computing",
+             "bd_communication_not_overlapped", "bd_overlapped", "bd_free"]
+    out = out[[c for c in order if c in out.columns]
+              + [c for c in out.columns if c not in order]]
+    out = out.sort_values("step", kind="stable").reset_index(drop=True)
+    ctx.profile.set("steps", out, keep_extra=True)
+
+
+# --------------------------------------------------------------------------- memory
+
+def _device_text(s: pd.Series) -> pd.Series:
+    """`NPU:0` as written; bare numbers become `NPU:{n}`."""
+    s = s.astype("string").fillna("")
+    numeric = s.str.fullmatch(r"\d+").fillna(False)
+    return s.where(~numeric, "NPU:" + s)
+
+
+def _read_memory_records(ctx: _Ctx) -> None:
+    df = ctx.csv("memory_record.csv", required=("Component", "Timestamp(us)"))
+    if df is None:
+        return
+    out = pd.DataFrame(_convert(df, _FIELDS_MEMORY, ctx.dialect))
+    if "device" in out.columns:
+        out["device"] = _device_text(out["device"])
+    ctx.profile.set("memory_records", out)
+
+
+def _read_memory_allocations(ctx: _Ctx) -> None:
+    df = ctx.csv("operator_memory.csv", required=("Name", "Size(KB)", "Allocation Time(us)"))
+    if df is None:
+        return
+    out = pd.DataFrame(_convert(df, _FIELDS_OP_MEMORY, ctx.dialect))
+    if "release_ns" not in out.columns:
+        out["release_ns"] = np.full(len(out), -1, np.int64)
+    if "duration_ns" not in out.columns:
+        out["duration_ns"] = np.full(len(out), -1, np.int64)
+    rel = out["release_ns"].to_numpy()
+    dur = out["duration_ns"].to_numpy()
+    # Duration missing but both ends known: release - allocation.
+    out["duration_ns"] = np.where((dur < 0) & (rel >= 0), rel - out["alloc_ns"].to_numpy(), dur)
+    if "device" in out.columns:
+        out["device"] = _device_text(out["device"])
+    ctx.profile.set("memory_allocations", out)
+
+
+def _read_module_memory(ctx: _Ctx) -> None:
+    df = ctx.csv("npu_module_mem.csv", required=("Component", "Timestamp(us)"))
+    if df is None:
+        return
+    reserved = None
+    for header, factor in _MODULE_RESERVED:
+        c = pick(df, header)
+        if c is not None:
+            v = _float(df[c])
+            reserved = np.where(v < 0, np.nan, v * factor)  # -1: only a release was captured
+            break
+    if reserved is None:
+        ctx.error(ctx.path("npu_module_mem.csv"),
+                  "missing required column Total Reserved(MB) or Total Reserved(KB)")
+        return
+    dev_col = pick(df, "Device")
+    if dev_col is not None:
+        device = _device_text(df[dev_col])
+    elif pick(df, "Device_id") is not None:
+        device = _device_text(df[pick(df, "Device_id")])
+    else:
+        device = pd.Series([""] * len(df), dtype="string")
+    out = pd.DataFrame({
+        "component": df[pick(df, "Component")].astype("string").fillna(""),
+        "device": device,
+        "ts_ns": _us_ns(df[pick(df, "Timestamp(us)")]),
+        "reserved_mb": reserved,
+    })
+    ctx.profile.set("module_memory", out)
+
+
+# --------------------------------------------------------------------------- communication
+
+def _load_json(ctx: _Ctx, name: str):
+    p = ctx.path(name)
+    if p is None:
+        return None, None
+    try:
+        doc = read_json_file(p)
+    except InputError as exc:
+        ctx.error(p, str(exc))
+        return None, p
+    if not isinstance(doc, dict):
+        ctx.error(p, "expected a JSON object")
+        return None, p
+    return doc, p
+
+
+def _step_sections(doc: dict):
+    """Yield (step or None, kind or None, {op key: info}) for both layouts:
+    torch_npu `{"step3": {"collective": {...}, "p2p": {...}}}` and msprof's flat
+    `{"op@group": {...}, "total": {...}}` (MindSpore copies msprof's file)."""
+    stepped = [k for k in doc if _STEP_KEY.match(str(k))]
+    if stepped and all(isinstance(doc[k], dict) for k in stepped):
+        for k in stepped:
+            m = _STEP_KEY.match(k)
+            step = int(m.group(1)) if m.group(1) else None
+            for kind, ops in doc[k].items():
+                if isinstance(ops, dict):
+                    yield step, str(kind), ops
+    else:
+        yield None, None, doc
+
+
+def _op_kind(name: str) -> str:
+    return "p2p" if name.lower().startswith(_P2P_PREFIXES) else "collective"
+
+
+def _read_communication(ctx: _Ctx) -> None:
+    doc, path = _load_json(ctx, "communication.json")
+    if doc is None:
+        return
+    rows = []
+    for step, kind, ops in _step_sections(doc):
+        for key, info in ops.items():
+            if key in ("Total Op Info", "total") or not isinstance(info, dict):
+                continue
+            name, _, group = str(key).rpartition("@")
+            if not name:
+                name, group = group, ""
+            t = info.get("Communication Time Info") or {}
+            bw = info.get("Communication Bandwidth Info") or {}
+            row = {
+                "step": step,
+                "name": name,
+                "group": group,
+                "kind": kind or _op_kind(name),
+                "start_ns": _us_float_ns(t.get("Start Timestamp(us)")),
+                "transit_size_mb": _transit_size(bw),
+            }
+            for col, k in _COMM_TIME_KEYS.items():
+                row[col] = _ms_ns(t.get(k))
+            rows.append(row)
+    if not rows:
+        return
+    out = pd.DataFrame(rows)
+    out["step"] = out["step"].astype("Int64")
+    ctx.profile.set("communication_ops", out)
+
+
+def _us_float_ns(v) -> int:
+    if v is None:
+        return 0
+    ns = us_text_to_ns([str(v)])  # exact for decimal text; floats keep what they have
+    return int(ns[0])
+
+
+def _transit_size(bw: dict) -> float:
+    """Total MB moved: RDMA + SDMA (SDMA already aggregates HCCS/PCIE/SIO)."""
+    if not isinstance(bw, dict):
+        return float("nan")
+
+    def size(t):
+        v = bw.get(t)
+        return _f(v.get("Transit Size(MB)")) if isinstance(v, dict) else float("nan")
+
+    total = 0.0
+    seen = False
+    parts = ["RDMA"] + (["SDMA"] if "SDMA" in bw else ["HCCS", "PCIE", "SIO"])
+    for t in parts:
+        v = size(t)
+        if np.isfinite(v):
+            total += v
+            seen = True
+    return total if seen else float("nan")
+
+
+def _read_communication_matrix(ctx: _Ctx) -> None:
+    doc, path = _load_json(ctx, "communication_matrix.json")
+    if doc is None:
+        return
+    rows = []
+    for step, kind, ops in _step_sections(doc):
+        for key, links in ops.items():
+            if not isinstance(links, dict):
+                continue
+            key = str(key)
+            head, _, group = key.rpartition("@")
+            aggregate = key == "total" or head.endswith("-total")
+            for link, info in links.items():
+                if not isinstance(info, dict):
+                    continue
+                src, _, dst = str(link).partition("-")
+                s, d = _int_or_none(src), _int_or_none(dst)
+                if s is None:
+                    continue
+                op_name = str(info.get("Op Name") or (head if not aggregate else ""))
+                rows.append({
+                    "step": step,
+                    "op": key,
+                    "src_rank": s,
+                    "dst_rank": s if d is None else d,
+                    "transport": str(info.get("Transport Type") or ""),
+                    "transit_size_mb": _f(info.get("Transit Size(MB)")),
+                    "transit_ns": _ms_ns(info.get("Transit Time(ms)")),
+                    "bandwidth_gbps": _f(info.get("Bandwidth(GB/s)")),
+                    "op_name": op_name,
+                    "group": group if head else "",
+                    "kind": kind or (_op_kind(op_name) if op_name else ""),
+                    "aggregate": aggregate,
+                })
+    if not rows:
+        return
+    out = pd.DataFrame(rows)
+    out["step"] = out["step"].astype("Int64")
+    ctx.profile.set("communication_links", out, keep_extra=True)
