@@ -190,7 +190,8 @@ class _Ctx:
 
     def path(self, name: str) -> str | None:
         p = os.path.join(self.out, name)
-        return p if os.path.isfile(p) else None
+        # A dangling symlink or unreadable entry is returned too, so reading it reports why.
+        return p if os.path.lexists(p) and not os.path.isdir(p) else None
 
     def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
         """Read an output CSV; errors/warnings become FileErrors; None if absent/unusable."""
