@@ -55,7 +55,22 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
     profile.meta["load_seconds"] = round(time.time() - started, 3)
     cache.commit(key, work, profile)
+    del profile
+    _give_memory_back()
     return {"key": key, "cached": False}
+
+
+def _give_memory_back() -> None:
+    """Return the freed heap of a big parse to the OS (the reader process lives on)."""
+    import gc
+
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 @dataclasses.dataclass

@@ -355,10 +355,12 @@ def read_traces(paths: list[str], *, args_path: str | None = None, tmp_dir: str 
                 metadata.setdefault(k, v)
         except InputError as exc:
             errors.append((path, str(exc)))
-    args_table = sink.close()
     if b.count == 0 and errors:
+        sink.close()
         raise InputError(errors[0][1])
-    return _build_tables(b, metadata, args_path, args_table, errors)
+    tables = _build_tables(b, metadata, args_path, None, errors)
+    tables.args = sink.close()  # after B/E pairing, which adds rows
+    return tables
 
 
 def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors) -> dict:
@@ -388,10 +390,57 @@ def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors) -> dict:
                 pass
 
 
+class _Interner:
+    """Values -> dense int codes, shared by all chunks (cheap columns, one category list)."""
+
+    def __init__(self):
+        self.table: dict = {}
+        self.values: list = []
+
+    def codes(self, values: list) -> np.ndarray:
+        get = self.table.get
+        try:
+            codes = [get(v, -1) for v in values]
+        except TypeError:  # an unhashable value (a list as a name): use its text
+            values = [v if isinstance(v, (str, int, float, tuple)) or v is None else _key(v)
+                      for v in values]
+            codes = [get(v, -1) for v in values]
+        if -1 in codes:
+            table = self.table
+            for i, c in enumerate(codes):
+                if c == -1:
+                    v = values[i]
+                    c = table.get(v)
+                    if c is None:
+                        c = len(self.values)
+                        table[v] = c
+                        self.values.append(v)
+                    codes[i] = c
+        return np.array(codes, dtype=np.int32)
+
+    def finalize(self, normalize) -> tuple[list, np.ndarray]:
+        """(unique normalized values, remap from code to index in them)."""
+        uniq: dict = {}
+        remap = np.empty(len(self.values), dtype=np.int32)
+        for i, v in enumerate(self.values):
+            k = normalize(v)
+            j = uniq.get(k)
+            if j is None:
+                j = uniq[k] = len(uniq)
+            remap[i] = j
+        return list(uniq), remap
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else _key(v)
+
+
 class _Builder:
     def __init__(self, sink: _ArgsSink, extract_args, extract_for):
         self.sink = sink
-        self.track_ids: dict[tuple[str, str], int] = {}
+        self.tracks = _Interner()   # (pid, tid) as written
+        self.names = _Interner()
+        self.cats = _Interner()
         self.meta_events: list[tuple[str, str, str, Any]] = []
         self.extract_args = extract_args or {}
         self.extract_for = extract_for
@@ -400,20 +449,15 @@ class _Builder:
             rename = {f"f{i}": key for i, key in enumerate(self.extract_args.values())}
             self._args_type = msgspec.defstruct("_Args", fields, rename=rename, gc=False)
             self._args_dec = msgspec.json.Decoder(self._args_type)
-        self.x_parts: list[dict] = []
-        self.i_parts: list[dict] = []
-        self.flow_parts: list[dict] = []
+        self.x_parts: list[pd.DataFrame] = []
+        self.i_parts: list[pd.DataFrame] = []
+        self.flow_parts: list[pd.DataFrame] = []
         self.counter_rows: list[tuple] = []
         self.be_events: list[tuple] = []
         self.count = 0
 
     def track(self, pid, tid) -> int:
-        k = (_key(pid), _key(tid))
-        t = self.track_ids.get(k)
-        if t is None:
-            t = len(self.track_ids)
-            self.track_ids[k] = t
-        return t
+        return int(self.tracks.codes([(pid, tid)])[0])
 
     def _extract(self, evs: list[_Event], part: dict) -> None:
         if not self.extract_args:
@@ -439,12 +483,19 @@ class _Builder:
         for n, c in zip(names, cols):
             part[n] = c
 
+    def _common(self, evs: list[_Event]) -> dict:
+        return {
+            "track_id": self.tracks.codes([(e.pid, e.tid) for e in evs]),
+            "ts": [bytes(e.ts) for e in evs],
+            "name": self.names.codes([e.name for e in evs]),
+            "cat": self.cats.codes([e.cat for e in evs]),
+        }
+
     def add(self, evs: list[_Event]) -> None:
         self.count += len(evs)
         xs: list[_Event] = []
         inst: list[_Event] = []
         flows: list[_Event] = []
-        track = self.track
         for e in evs:
             ph = e.ph
             if ph == "X":
@@ -454,56 +505,51 @@ class _Builder:
             elif ph in ("s", "f", "t"):
                 flows.append(e)
             elif ph == "C":
-                t = track(e.pid, e.tid)
-                try:
-                    a = _ANY.decode(e.args) if e.args else {}
-                except msgspec.DecodeError:
-                    a = {}
-                if isinstance(a, dict):
-                    for k, v in a.items():
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            self.counter_rows.append((t, bytes(e.ts), f"{e.name}/{k}" if k else str(e.name), float(v)))
-                        elif isinstance(v, str):
-                            try:
-                                self.counter_rows.append((t, bytes(e.ts), f"{e.name}/{k}", float(v)))
-                            except ValueError:
-                                pass
+                self._counter(e)
             elif ph in ("i", "I", "n", "R"):
                 inst.append(e)
             elif ph in ("B", "E"):
-                self.be_events.append((ph, track(e.pid, e.tid), bytes(e.ts), e.name, e.cat, bytes(e.args) if e.args else b""))
+                self.be_events.append((ph, self.track(e.pid, e.tid), bytes(e.ts), e.name, e.cat,
+                                       bytes(e.args) if e.args else b""))
         if xs:
-            part = {
-                "track_id": [track(e.pid, e.tid) for e in xs],
-                "ts": [bytes(e.ts) for e in xs],
-                "dur": [bytes(e.dur) for e in xs],
-                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in xs],
-                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in xs],
-            }
-            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace") if e.args else None for e in xs])
+            part = self._common(xs)
+            part["dur"] = [bytes(e.dur) for e in xs]
+            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace")
+                                              if e.args else None for e in xs])
             self._extract(xs, part)
             self.x_parts.append(_finish_part(part))
         if inst:
-            part = {
-                "track_id": [track(e.pid, e.tid) for e in inst],
-                "ts": [bytes(e.ts) for e in inst],
-                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in inst],
-                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in inst],
-                "scope": [e.s if isinstance(e.s, str) else "" for e in inst],
-            }
-            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace") if e.args else None for e in inst])
+            part = self._common(inst)
+            part["scope"] = pd.Categorical([e.s if isinstance(e.s, str) else "" for e in inst])
+            part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace")
+                                              if e.args else None for e in inst])
             self._extract(inst, part)
             self.i_parts.append(_finish_part(part, has_dur=False))
         if flows:
-            part = {
-                "flow_id": [_key(e.id if e.id is not None else e.id2) for e in flows],
-                "name": [e.name if isinstance(e.name, str) else _key(e.name) for e in flows],
-                "cat": [e.cat if isinstance(e.cat, str) else _key(e.cat) for e in flows],
-                "phase": [e.ph for e in flows],
-                "track_id": [track(e.pid, e.tid) for e in flows],
-                "ts": [bytes(e.ts) for e in flows],
-            }
+            part = self._common(flows)
+            part["flow_id"] = [_key(e.id if e.id is not None else e.id2) for e in flows]
+            part["phase"] = pd.Categorical([e.ph for e in flows])
             self.flow_parts.append(_finish_part(part, has_dur=False))
+
+    def _counter(self, e: _Event) -> None:
+        t = self.track(e.pid, e.tid)
+        try:
+            a = _ANY.decode(e.args) if e.args else {}
+        except msgspec.DecodeError:
+            a = {}
+        if not isinstance(a, dict):
+            return
+        name = _text(e.name)
+        for k, v in a.items():
+            if isinstance(v, bool):
+                continue
+            if isinstance(v, str):
+                try:
+                    v = float(v)
+                except ValueError:
+                    continue
+            if isinstance(v, (int, float)):
+                self.counter_rows.append((t, bytes(e.ts), f"{name}/{k}" if k else name, float(v)))
 
 
 def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
@@ -515,10 +561,6 @@ def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
             out["start_ns" if has_dur else "ts_ns"] = us_text_to_ns(pa.array(v, pa.binary()))
         elif k == "dur":
             out["dur_ns"] = np.maximum(us_text_to_ns(pa.array(v, pa.binary())), 0)
-        elif k == "track_id":
-            out[k] = np.asarray(v, dtype=np.int32)
-        elif k in ("name", "cat", "phase", "scope"):
-            out[k] = pd.Categorical(v)
         else:
             out[k] = v
     if first_row is not None:
@@ -558,16 +600,31 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict
 
 
 def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
-    tracks = _tracks(b)
-    slices = _concat(b.x_parts, ["track_id", "start_ns", "dur_ns", "name", "cat", "args_row"])
-    slices = _add_be_slices(slices, b)
+    track_keys, track_remap = b.tracks.finalize(lambda k: (_key(k[0]), _key(k[1])))
+    names, name_remap = b.names.finalize(_text)
+    cats, cat_remap = b.cats.finalize(lambda v: "" if v is None else _text(v))
+
+    def finish(parts, cols):
+        df = _concat(parts, cols)
+        if len(df) == 0:
+            return pd.DataFrame({c: [] for c in cols})
+        df["track_id"] = track_remap[df["track_id"].to_numpy()]
+        df["name"] = pd.Categorical.from_codes(name_remap[df["name"].to_numpy()], categories=names) \
+            if names else pd.Categorical([""] * len(df))
+        df["cat"] = pd.Categorical.from_codes(cat_remap[df["cat"].to_numpy()], categories=cats) \
+            if cats else pd.Categorical([""] * len(df))
+        return df
+
+    slices = finish(b.x_parts, ["track_id", "start_ns", "dur_ns", "name", "cat", "args_row"])
+    b.x_parts = []
+    slices = _add_be_slices(slices, b, track_remap)
     slices = assign_depth(slices)
-    flows = _concat(b.flow_parts, ["flow_id", "name", "cat", "phase", "track_id", "ts_ns"])
-    instants = _concat(b.i_parts, ["track_id", "ts_ns", "name", "cat", "scope", "args_row"])
+    flows = finish(b.flow_parts, ["flow_id", "name", "cat", "phase", "track_id", "ts_ns"])
+    instants = finish(b.i_parts, ["track_id", "ts_ns", "name", "cat", "scope", "args_row"])
     if b.counter_rows:
         t, ts, series, value = zip(*b.counter_rows)
         counters = pd.DataFrame({
-            "track_id": np.asarray(t, dtype=np.int32),
+            "track_id": track_remap[np.asarray(t, dtype=np.int32)],
             "ts_ns": us_text_to_ns(pa.array(ts, pa.binary())),
             "series": pd.Categorical(series),
             "value": np.asarray(value, dtype=np.float64),
@@ -575,6 +632,7 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
     else:
         counters = pd.DataFrame({"track_id": np.zeros(0, np.int32), "ts_ns": np.zeros(0, np.int64),
                                  "series": pd.Categorical([]), "value": np.zeros(0)})
+    tracks = _tracks(b, track_keys)
     return TraceTables(tracks=tracks, slices=slices, flows=flows, counters=counters,
                        instants=instants, metadata=metadata, args_path=args_path,
                        args=args_table, errors=errors, event_count=b.count)
@@ -585,14 +643,14 @@ def _concat(parts: list[pd.DataFrame], cols: list[str]) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in cols})
     if len(parts) == 1:
         return parts[0]
-    df = pd.concat(parts, ignore_index=True, copy=False)
-    for c in ("name", "cat", "phase", "scope"):
+    df = pd.concat(parts, ignore_index=True)
+    for c in ("phase", "scope"):
         if c in df.columns and df[c].dtype != "category":
             df[c] = df[c].astype("category")
     return df
 
 
-def _add_be_slices(slices: pd.DataFrame, b: _Builder) -> pd.DataFrame:
+def _add_be_slices(slices: pd.DataFrame, b: _Builder, track_remap) -> pd.DataFrame:
     """Pair B/E events per track into slices (rare: old msprof step_trace)."""
     if not b.be_events:
         return slices
@@ -604,7 +662,8 @@ def _add_be_slices(slices: pd.DataFrame, b: _Builder) -> pd.DataFrame:
             stacks.setdefault(t, []).append((ns, name, cat, args))
         elif stacks.get(t):
             s_ns, s_name, s_cat, s_args = stacks[t].pop()
-            rows.append((t, s_ns, max(ns - s_ns, 0), _key(s_name), _key(s_cat),
+            rows.append((int(track_remap[t]), s_ns, max(ns - s_ns, 0), _text(s_name),
+                         "" if s_cat is None else _text(s_cat),
                          s_args.decode("utf-8", "replace") or None))
     if not rows:
         return slices
@@ -626,8 +685,10 @@ def _add_be_slices(slices: pd.DataFrame, b: _Builder) -> pd.DataFrame:
 def assign_depth(slices: pd.DataFrame) -> pd.DataFrame:
     """Sort by (track, start, -dur) and give each slice its nesting depth on its track.
 
-    A slice is nested in the closest earlier slice of the same track that still covers its
-    start; partially overlapping slices (possible on device streams) go one level deeper too.
+    depth = number of earlier slices of the same track still open at this slice's start
+    (rank within the track minus the slices of the track that ended by then). For properly
+    nested slices (host threads) this is the call depth; for partially overlapping device
+    tasks it is the number of tasks still running. Vectorized: no per-slice Python.
     """
     if len(slices) == 0:
         slices = slices.copy()
@@ -636,35 +697,36 @@ def assign_depth(slices: pd.DataFrame) -> pd.DataFrame:
     order = np.lexsort((-slices["dur_ns"].to_numpy(), slices["start_ns"].to_numpy(),
                         slices["track_id"].to_numpy()))
     slices = slices.take(order).reset_index(drop=True)
-    track = slices["track_id"].to_numpy()
+    track = slices["track_id"].to_numpy().astype(np.int64)
     start = slices["start_ns"].to_numpy()
     end = start + slices["dur_ns"].to_numpy()
-    depth = np.zeros(len(slices), dtype=np.int16)
-    # Fast path: a slice that starts at/after the running max end of its track is depth 0.
-    _depth_loop(track.tolist(), start.tolist(), end.tolist(), depth)
+    n = len(slices)
+    # First row of each track's run (rows are grouped by track after the sort).
+    first = np.r_[0, np.flatnonzero(np.diff(track)) + 1]
+    counts = np.diff(np.r_[first, n])
+    rank = np.arange(n) - np.repeat(first, counts)
+    # Ends sorted within each track, then for each start: how many ends <= it in its track.
+    tmin = int(min(start.min(), end.min()))
+    span = int(max(start.max(), end.max())) - tmin + 1
+    if span < (1 << 46) and track.max() < (1 << 16):
+        shift = np.int64(1 << 46)
+        end_keys = np.sort(track * shift + (end - tmin))
+        start_keys = track * shift + (start - tmin)
+        track_base = track * shift
+        closed = np.searchsorted(end_keys, start_keys, side="right") - \
+            np.searchsorted(end_keys, track_base, side="left")
+    else:  # enormous time range: per track
+        closed = np.empty(n, np.int64)
+        for f, c in zip(first, counts):
+            e = np.sort(end[f:f + c])
+            closed[f:f + c] = np.searchsorted(e, start[f:f + c], side="right")
+    closed = closed - (end == start)  # a zero-length slice's own end is not "before" it
+    depth = np.clip(rank - closed, 0, 32767).astype(np.int16)
     slices["depth"] = depth
     return slices
 
 
-def _depth_loop(track, start, end, depth) -> None:
-    stack: list[int] = []
-    cur_track = None
-    d = depth
-    for i in range(len(start)):
-        t = track[i]
-        if t != cur_track:
-            stack = []
-            cur_track = t
-        s = start[i]
-        while stack and stack[-1] <= s:
-            stack.pop()
-        lvl = len(stack)
-        if lvl:
-            d[i] = lvl if lvl < 32767 else 32767
-        stack.append(end[i])
-
-
-def _tracks(b: _Builder) -> pd.DataFrame:
+def _tracks(b: _Builder, track_keys: list) -> pd.DataFrame:
     proc_name: dict[str, str] = {}
     proc_sort: dict[str, int] = {}
     proc_labels: dict[str, str] = {}
@@ -688,7 +750,7 @@ def _tracks(b: _Builder) -> pd.DataFrame:
         elif name == "thread_sort_index":
             thread_sort[(pid, tid)] = _int(args.get("sort_index"))
     rows = []
-    for (pid, tid), t in b.track_ids.items():
+    for t, (pid, tid) in enumerate(track_keys):
         rows.append({
             "track_id": t,
             "pid": pid,

@@ -162,6 +162,7 @@ def dark_page(browser, server):
 def screenshot(page, name: str) -> str:
     os.makedirs(SCREENSHOTS, exist_ok=True)
     path = os.path.join(SCREENSHOTS, f"{name}.png")
+    page.wait_for_timeout(600)  # let chart animations settle
     page.screenshot(path=path, full_page=False)
     return path
 
