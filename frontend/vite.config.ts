@@ -22,15 +22,16 @@ export default defineConfig({
     minify: true,
     reportCompressedSize: false,
     chunkSizeWarningLimit: 1500,
-    lib: {
-      entry: fileURLToPath(new URL('./src/main.tsx', import.meta.url)),
-      formats: ['es'],
-      fileName: () => 'index.js',
-    },
-    rollupOptions: {
+    modulePreload: false,
+    rolldownOptions: {
+      input: fileURLToPath(new URL('./src/main.tsx', import.meta.url)),
+      // Keep render() exported from the entry module.
+      preserveEntrySignatures: 'strict',
       output: {
+        format: 'es',
+        entryFileNames: 'index.js',
         // Everything in one file: no chunk needs to be found relative to the module.
-        inlineDynamicImports: true,
+        codeSplitting: false,
       },
     },
   },

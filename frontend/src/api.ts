@@ -75,10 +75,10 @@ export interface StacksResponse {
 }
 
 export interface MemoryResponse {
-  devices: { device: string; peak_allocated_mb: number; peak_reserved_mb: number }[];
-  curves: { device: string; component: string; points: [number, number, number][] }[];
-  component_peaks: { device: string; component: string; peak_reserved_mb: number }[];
-  start_us: number;
+  devices: { device: string; peak_allocated_mb: number | null; peak_reserved_mb: number | null }[];
+  curves: { device: string; component: string; points: [number, number | null, number | null][] }[];
+  component_peaks: { device: string; component: string; peak_reserved_mb: number | null }[];
+  start_us: number | null;
 }
 
 export interface AllocationRow {
@@ -131,7 +131,7 @@ export function isLoadingAnswer(v: unknown): v is LoadingAnswer {
 function defaultBase(): string {
   // The directory of this module: .../data/plugin/npu_profiler/
   try {
-    return new URL('./', import.meta.url).href;
+    return new URL(/* @vite-ignore */ './', import.meta.url).href;
   } catch {
     return new URL('./', document.baseURI).href;
   }
@@ -182,6 +182,8 @@ export async function getJson<T>(route: string, params: Params = {}, signal?: Ab
   } catch {
     body = undefined;
   }
+  // 503 {"state":"loading","progress":p}: the profile is still being read; callers poll.
+  if (resp.status === 503 && isLoadingAnswer(body)) return body as T;
   if (!resp.ok) {
     const msg =
       body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string'

@@ -6,7 +6,7 @@ function isMissing(v: unknown): v is null | undefined {
   return v === null || v === undefined || (typeof v === 'number' && !Number.isFinite(v));
 }
 
-/** Rounds to `digits` significant-looking decimals, dropping trailing zeros ("1.50" → "1.5"). */
+/** Rounds to `decimals` decimals, dropping trailing zeros ("1.50" → "1.5"). */
 export function trimNumber(v: number, decimals: number): string {
   const s = v.toFixed(decimals);
   return s.includes('.') ? s.replace(/\.?0+$/, '') : s;
@@ -14,9 +14,9 @@ export function trimNumber(v: number, decimals: number): string {
 
 function scaled(v: number): number {
   const a = Math.abs(v);
-  if (a >= 100) return 1;
-  if (a >= 10) return 2;
-  return 3;
+  if (a >= 100) return 0;
+  if (a >= 10) return 1;
+  return 2;
 }
 
 /** A duration given in microseconds, with a unit chosen by magnitude: µs, ms or s. */
@@ -24,7 +24,7 @@ export function formatDuration(us: number | null | undefined): string {
   if (isMissing(us)) return DASH;
   const a = Math.abs(us);
   if (a === 0) return '0 µs';
-  if (a < 1000) return `${trimNumber(us, a >= 100 ? 1 : a >= 10 ? 2 : 3)} µs`;
+  if (a < 1000) return `${trimNumber(us, a >= 100 ? 0 : a >= 10 ? 1 : 2)} µs`;
   if (a < 1_000_000) return `${trimNumber(us / 1000, scaled(us / 1000))} ms`;
   return `${trimNumber(us / 1_000_000, scaled(us / 1_000_000))} s`;
 }

@@ -5,6 +5,14 @@ import { useCallback, useEffect, useState } from 'react';
 export const VIEW_IDS = ['overview', 'operators', 'kernels', 'memory', 'trace'] as const;
 export type ViewId = (typeof VIEW_IDS)[number];
 
+export const VIEW_TITLES: Record<string, string> = {
+  overview: 'Overview',
+  operators: 'Operators',
+  kernels: 'Kernels',
+  memory: 'Memory',
+  trace: 'Trace',
+};
+
 export interface UrlState {
   run?: string;
   worker?: string;
