@@ -19,10 +19,7 @@ import tempfile
 import threading
 from typing import Any
 
-import pandas as pd
-import pyarrow as pa
-
-from .model import FileError, Profile, conform, SCHEMAS
+from .model import FileError, Profile, table_path, write_table
 
 # Bump when readers or the model change what they store.
 VERSION = 1
@@ -66,7 +63,7 @@ class ProfileCache:
         return tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=parent)
 
     def commit(self, key: str, work_dir: str, profile: Profile) -> str:
-        """Write the profile's tables into work_dir and move it into place."""
+        """Write what is left of the profile into work_dir and move it into place."""
         write_profile(work_dir, profile)
         final = self.entry_dir(key)
         try:
@@ -76,8 +73,8 @@ class ProfileCache:
             shutil.rmtree(work_dir, ignore_errors=True)
         return final
 
-    def load(self, key: str) -> "CachedProfile":
-        return CachedProfile(self.entry_dir(key))
+    def load(self, key: str) -> Profile:
+        return open_profile(self.entry_dir(key))
 
 
 def _ensure_writable(path: str) -> bool:
@@ -99,58 +96,24 @@ def _json_safe(v: Any):
 
 
 def write_profile(directory: str, profile: Profile) -> None:
-    tables = []
-    for name, df in profile.tables.items():
-        if df is None:
+    """Write the tables not yet on disk in `directory`, then meta.json (written last: an
+    entry is complete when its meta.json exists)."""
+    for name in profile.table_names():
+        path = table_path(directory, name)
+        if profile.directory == directory and os.path.exists(path):
             continue
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        with pa.OSFile(os.path.join(directory, f"{name}.arrow"), "wb") as sink:
-            with pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1 << 20)
-        tables.append(name)
+        write_table(path, profile.table(name))
     meta = {k: _json_safe(v) for k, v in profile.meta.items() if not k.startswith("args_table")}
-    rows = {name: int(len(df)) for name, df in profile.tables.items() if df is not None}
-    doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors], "tables": tables,
-           "rows": rows}
+    doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors],
+           "rows": {k: int(v) for k, v in profile.rows.items()}}
     with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
 
 
-class CachedProfile(Profile):
-    """A Profile whose tables are memory-mapped from the cache on first use."""
-
-    def __init__(self, directory: str):
-        with open(os.path.join(directory, "meta.json"), encoding="utf-8") as fh:
-            doc = json.load(fh)
-        super().__init__(tables={}, meta=doc.get("meta", {}),
-                         errors=[FileError(**e) for e in doc.get("errors", [])])
-        self.directory = directory
-        self._available = set(doc.get("tables", []))
-        self.rows: dict[str, int] = doc.get("rows", {})
-        self._lock = threading.Lock()
-
-    def _load(self, name: str) -> pd.DataFrame | None:
-        if name not in self._available:
-            return None
-        with self._lock:
-            df = self.tables.get(name)
-            if df is not None:
-                return df
-            path = os.path.join(self.directory, f"{name}.arrow")
-            with pa.memory_map(path) as src:
-                table = pa.ipc.open_file(src).read_all()
-            df = table.to_pandas()
-            if name in SCHEMAS:
-                df = conform(df, name, keep_extra=True)
-            self.tables[name] = df
-            return df
-
-    def table(self, name: str) -> pd.DataFrame:
-        df = self._load(name)
-        return df if df is not None else super().table(name)
-
-    def has(self, name: str) -> bool:
-        return self.rows.get(name, 0) > 0
-
-    def arrow_path(self, name: str) -> str:
-        return os.path.join(self.directory, name)
+def open_profile(directory: str) -> Profile:
+    """A cached profile: meta now, tables memory-mapped on first use."""
+    with open(os.path.join(directory, "meta.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    return Profile(meta=doc.get("meta", {}),
+                   errors=[FileError(**e) for e in doc.get("errors", [])],
+                   directory=directory, rows=dict(doc.get("rows", {})))

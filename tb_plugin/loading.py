@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 from . import discovery
 from .cache import ProfileCache, entry_key
-from .model import FileError, Profile
+from .model import FileError, Profile, spilling
 from .readers import SpanSource
 
 log = logging.getLogger(__name__)
@@ -41,18 +41,20 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         return {"key": key, "cached": True}
     work = cache.new_work_dir(key)
     started = time.time()
-    try:
-        profile = readers.read(span, work)
-    except Exception as exc:  # a reader bug must still give a readable error
-        profile = Profile(meta={"producer": span.producer})
-        profile.errors.append(FileError(span.rel(span.root),
-                                        f"could not read this profile: {exc!r}"))
-        log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
-    try:
-        derive.complete(profile)
-    except Exception as exc:
-        profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
-        log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+    with spilling(work):  # tables go to the cache entry as soon as they are made
+        try:
+            profile = readers.read(span, work)
+        except Exception as exc:  # a reader bug must still give a readable error
+            profile = Profile(meta={"producer": span.producer})
+            profile.errors.append(FileError(span.rel(span.root),
+                                            f"could not read this profile: {exc!r}"))
+            log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
+        _give_memory_back()
+        try:
+            derive.complete(profile)
+        except Exception as exc:
+            profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
+            log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
     profile.meta["load_seconds"] = round(time.time() - started, 3)
     cache.commit(key, work, profile)
     del profile
@@ -80,11 +82,13 @@ class SpanState:
     state: str = "pending"  # pending | loading | ready | error
     error: str | None = None
     future: object = None
+    attempts: int = 0
 
 
 class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
-                 max_workers: int | None = None, poll_seconds: float = POLL_SECONDS):
+                 max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
+                 build=build_entry):
         self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
         self.cache = cache or ProfileCache()
         self.max_workers = max_workers or max(1, min(2, os.cpu_count() or 1))
@@ -100,6 +104,7 @@ class Loader:
         self._profiles: OrderedDict[str, Profile] = OrderedDict()
         self._stop = threading.Event()
         self._thread = None
+        self._build = build  # a top-level function (pickled into reader processes)
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -157,15 +162,16 @@ class Loader:
             st.state = "ready"
             return
         st.state = "loading"
+        st.attempts += 1
         if self._inprocess:
-            fut = self._thread_pool().submit(build_entry, st.span, self.cache.root, st.key)
+            fut = self._thread_pool().submit(self._build, st.span, self.cache.root, st.key)
         else:
             try:
-                fut = self._process_pool().submit(build_entry, st.span, self.cache.root, st.key)
+                fut = self._process_pool().submit(self._build, st.span, self.cache.root, st.key)
             except Exception as exc:  # pool unusable here: fall back to a thread
                 log.warning("reader processes unavailable (%s); loading in-process", exc)
                 self._inprocess = True
-                fut = self._thread_pool().submit(build_entry, st.span, self.cache.root, st.key)
+                fut = self._thread_pool().submit(self._build, st.span, self.cache.root, st.key)
         st.future = fut
         fut.add_done_callback(lambda f, st=st: self._done(st, f))
 
@@ -174,11 +180,18 @@ class Loader:
             fut.result()
             st.state = "ready"
         except cf.process.BrokenProcessPool:
+            # A reader process died (killed for memory, or crashed). Every span queued in
+            # that pool fails with it, so each gets one more try in a fresh pool; the span
+            # that really kills its process fails twice and is reported.
+            with self._lock:
+                if self._pool is not None and getattr(self._pool, "_broken", False):
+                    self._pool = None
+            if st.attempts < 2 and not self._stop.is_set():
+                self._submit(st)
+                return
             st.state = "error"
             st.error = ("the reader process stopped unexpectedly (out of memory?) while"
                         " reading this profile")
-            with self._lock:
-                self._pool = None  # a new pool is created for the next span
         except Exception as exc:
             st.state = "error"
             st.error = f"could not read this profile: {exc!r}"
@@ -232,8 +245,7 @@ class Loader:
                 prof = self.profile_for(st)
                 if prof is not None:
                     errors.extend(e.to_json() for e in prof.errors)
-                    if any(n > 0 for n in getattr(prof, "rows", {}).values()) or \
-                            not hasattr(prof, "rows"):
+                    if any(n > 0 for n in prof.rows.values()):
                         ready += 1
         if total and len(done) < total:
             state = "loading"

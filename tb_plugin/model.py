@@ -15,7 +15,10 @@ The HTTP API converts to microseconds.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -225,6 +228,50 @@ class FileError:
         return {"path": self.path, "message": self.message}
 
 
+# Reader processes set this (see `spilling`): tables a reader sets are written to disk at
+# once and dropped from memory, so a reader's peak memory is that of its largest step, not
+# the sum of every table it produced.
+_SPILL_DIR: str | None = None
+
+
+@contextlib.contextmanager
+def spilling(directory: str):
+    """Profiles created inside this block write their tables to `directory` as they are set."""
+    global _SPILL_DIR
+    previous, _SPILL_DIR = _SPILL_DIR, directory
+    try:
+        yield
+    finally:
+        _SPILL_DIR = previous
+
+
+def table_path(directory: str, name: str) -> str:
+    return os.path.join(directory, f"{name}.arrow")
+
+
+def write_table(path: str, df: pd.DataFrame) -> None:
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    # Write aside and rename: `df` may itself be memory-mapped from `path` (a table read
+    # back and replaced); truncating that file in place would pull the pages from under it.
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with pa.OSFile(tmp, "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=1 << 20)
+    os.replace(tmp, path)
+
+
+def read_table(path: str, name: str) -> pd.DataFrame:
+    import pyarrow as pa
+
+    # The map must stay open: columns converted without a copy still point into it (it is
+    # unmapped when the last buffer using it is freed).
+    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+    df = table.to_pandas()
+    return conform(df, name, keep_extra=True) if name in SCHEMAS else df
+
+
 @dataclasses.dataclass
 class Profile:
     """Everything known about one worker-span, in normalized tables.
@@ -232,30 +279,61 @@ class Profile:
     `meta` keys (all optional): producer (torch_npu|mindspore|msprof|kineto), device
     (npu|gpu|cpu), rank, device_id, world_size, profiler_level, step_categories (ordered
     list of breakdown categories present in steps), versions, distributed (dict).
+
+    With a `directory`, tables live on disk as Arrow files (`<table>.arrow`): `set` writes
+    them, `table` memory-maps them on first use. That is how reader processes hand tables to
+    TensorBoard's process (through the cache) and how they keep their memory low.
     """
 
     tables: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     errors: list[FileError] = dataclasses.field(default_factory=list)
+    directory: str | None = dataclasses.field(default_factory=lambda: _SPILL_DIR)
+    rows: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+        for name, df in self.tables.items():
+            self.rows[name] = len(df)
+
+    def table_names(self) -> list[str]:
+        return list(self.rows)
 
     def table(self, name: str) -> pd.DataFrame:
         df = self.tables.get(name)
-        if df is None:
-            return empty_table(name)
-        return df
+        if df is not None:
+            return df
+        if self.directory and name in self.rows:
+            with self._lock:
+                df = self.tables.get(name)
+                if df is None:
+                    df = read_table(table_path(self.directory, name), name)
+                    self.tables[name] = df
+            return df
+        return empty_table(name)
 
     def has(self, name: str) -> bool:
-        df = self.tables.get(name)
-        return df is not None and len(df) > 0
+        return self.rows.get(name, 0) > 0
 
     def set(self, name: str, df: pd.DataFrame, keep_extra: bool = False) -> None:
-        self.tables[name] = conform(df, name, keep_extra=keep_extra)
+        df = conform(df, name, keep_extra=keep_extra)
+        self.rows[name] = len(df)
+        if self.directory:
+            write_table(table_path(self.directory, name), df)
+            self.tables.pop(name, None)  # read back (memory-mapped) only if asked for
+        else:
+            self.tables[name] = df
+
+    def release(self, *names: str) -> None:
+        """Forget loaded copies of disk-backed tables (they reload on demand)."""
+        if self.directory:
+            for n in names or list(self.tables):
+                self.tables.pop(n, None)
 
     def step_categories(self) -> list[str]:
         cats = self.meta.get("step_categories")
         if cats:
             return list(cats)
-        steps = self.tables.get("steps")
-        if steps is None:
+        if not self.has("steps"):
             return []
-        return [c[3:] for c in steps.columns if c.startswith("bd_")]
+        return [c[3:] for c in self.table("steps").columns if c.startswith("bd_")]

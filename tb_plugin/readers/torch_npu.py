@@ -238,7 +238,7 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect) -> Profile:
 def _check_any_data(ctx: _Ctx) -> None:
     """Explain an empty span: DB-only export, or no deliverables at all."""
     p = ctx.profile
-    if any(p.has(t) for t in p.tables) or p.errors:
+    if any(p.has(t) for t in p.table_names()) or p.errors:
         return
     dbs = sorted(glob.glob(os.path.join(ctx.out, "*.db")))
     if dbs:
@@ -406,7 +406,7 @@ def _finish_meta(ctx: _Ctx) -> None:
     meta = p.meta
     if "device_id" not in meta:
         dev = None
-        k = p.tables.get("kernels")
+        k = p.table("kernels") if p.has("kernels") else None
         if k is not None and len(k):
             d = k["device_id"].dropna()
             if len(d):
@@ -427,7 +427,7 @@ def _finish_meta(ctx: _Ctx) -> None:
 
 def _tracks_device(p: Profile) -> int | None:
     """Most common device id of the device-side tracks (NPU labels / pid encoding)."""
-    t = p.tables.get("tracks")
+    t = p.table("tracks") if p.has("tracks") else None
     if t is None or len(t) == 0:
         return None
     d = t.loc[t["kind"].isin(["device", "communication", "overlap"]), "device_id"].dropna()
@@ -468,7 +468,7 @@ def _read_trace(ctx: _Ctx) -> None:
     p.set("slices", tt.slices)
     p.set("flows", tt.flows)
     p.set("counters", tt.counters)
-    ctx.step_windows = _profiler_step_windows(p.tables["slices"], p.tables["tracks"])
+    ctx.step_windows = _profiler_step_windows(tt.slices, tt.tracks)
 
 
 def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFrame):
