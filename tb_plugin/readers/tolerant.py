@@ -104,55 +104,44 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
     """Read a profiler CSV into a DataFrame of text columns.
 
     - header names are stripped (BOM, spaces, trailing tabs);
-    - every cell is text with surrounding whitespace and trailing `\\t` removed; `N/A`/empty
+    - every cell is text with surrounding whitespace and trailing `\t` removed; `N/A`/empty
       become <NA>;
     - quoted fields with embedded CR LF (torch_npu call stacks) are handled by the parser;
     - raises InputError naming the reason if the file is empty, unreadable, too large, or
       lacks a required column; returns (frame, warnings) otherwise.
+
+    Arrow reads the file directly (no copy of it in Python); only a file that is not valid
+    UTF-8 is read into memory to be repaired, with a warning.
     """
     try:
         size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}") from None
-    if size == 0:
+    if size == 0 or not head.strip(b"\xef\xbb\xbf \t\r\n"):
         raise InputError("file is empty")
     if size > max_bytes:
         raise InputError(f"file is {size / 2**30:.1f} GiB, larger than the {max_bytes / 2**30:.0f}"
                          " GiB limit")
+    warnings: list[str] = []
+    types = _text_types(head[3:] if head.startswith(b"\xef\xbb\xbf") else head)
     try:
+        table = _parse_csv(path, types)
+    except pa.ArrowInvalid as exc:
+        if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
+            raise InputError(f"not a valid CSV file: {str(exc).splitlines()[0]}") from None
         with open(path, "rb") as fh:
             raw = fh.read()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}") from None
-    warnings: list[str] = []
-    data = raw
-    if raw.startswith(b"\xef\xbb\xbf"):
-        data = raw[3:]
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
         text, w = _decode_bytes(raw, rel_path)
         warnings.extend(w)
-        data = text.encode("utf-8")
-    del raw
-    if not data.strip():
-        raise InputError("file is empty")
-    try:
-        table = pacsv.read_csv(
-            io.BytesIO(data),
-            read_options=pacsv.ReadOptions(block_size=16 << 20),
-            parse_options=pacsv.ParseOptions(newlines_in_values=_has_quoted_newline(data)),
-            convert_options=pacsv.ConvertOptions(
-                column_types=_text_types(data), strings_can_be_null=True,
-                null_values=NULL_TOKENS,
-                auto_dict_encode=False, quoted_strings_can_be_null=True),
-        )
-        # Force every column to text, so callers decide the types.
-        table = pa.table({name: _as_text(col) for name, col in zip(table.column_names,
-                                                                  table.columns)})
-    except pa.ArrowInvalid as exc:
-        msg = str(exc).splitlines()[0]
-        raise InputError(f"not a valid CSV file: {msg}") from None
+        del raw
+        try:
+            table = _parse_csv(io.BytesIO(text.encode("utf-8")), types)
+        except pa.ArrowInvalid as exc2:
+            raise InputError(f"not a valid CSV file: {str(exc2).splitlines()[0]}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc}") from None
     cols = [_clean_header(c) for c in table.column_names]
     table = table.rename_columns(_dedupe(cols))
     missing = [c for c in required if c not in table.column_names]
@@ -160,17 +149,40 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
         raise InputError(f"missing required column(s) {', '.join(missing)}"
                          f" (has: {', '.join(table.column_names[:12])}"
                          f"{'...' if table.num_columns > 12 else ''})")
-    # Trim (trailing "\t" of msprof time columns) and null the N/A tokens in Arrow, column
-    # by column: vectorized and without pandas' per-column copies.
-    nulls = pa.array(NULL_TOKENS, pa.string())
-    cleaned = {}
-    for name, col in zip(table.column_names, table.columns):
-        col = pc.utf8_trim_whitespace(col)
-        cleaned[name] = pc.if_else(pc.is_in(col, value_set=nulls), pa.scalar(None, pa.string()), col)
-    table = pa.table(cleaned)
+    table = pa.table({name: _clean_text(col) for name, col in zip(table.column_names,
+                                                                  table.columns)})
     df = table.to_pandas(types_mapper=lambda t: pd.StringDtype() if pa.types.is_string(t)
                          or pa.types.is_large_string(t) else None)
+    del table
+    pa.default_memory_pool().release_unused()
     return df, warnings
+
+
+def _parse_csv(source, types: dict) -> pa.Table:
+    table = pacsv.read_csv(
+        source,
+        read_options=pacsv.ReadOptions(block_size=16 << 20),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, strings_can_be_null=True, null_values=NULL_TOKENS,
+            auto_dict_encode=False, quoted_strings_can_be_null=True))
+    return pa.table({name: _as_text(col) for name, col in zip(table.column_names,
+                                                             table.columns)})
+
+
+_NULLS = pa.array(NULL_TOKENS, pa.string())
+_PADDED = r"^\s|\s$"
+
+
+def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Trim surrounding whitespace (msprof's trailing tab) and null the N/A tokens, only in
+    columns that have padded cells: most columns need no copy at all."""
+    if col.null_count == len(col):
+        return col
+    if not pc.any(pc.match_substring_regex(col, _PADDED)).as_py():
+        return col
+    col = pc.utf8_trim_whitespace(col)
+    return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
 
 
 def _has_quoted_newline(data: bytes) -> bool:
