@@ -18,19 +18,9 @@ log = logging.getLogger(__name__)
 PLUGIN_NAME = "npu_profiler"
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
-# Route -> handler(request, loader). Documented in docs/http_api.md.
-ROUTES = {
-    "/runs": api.runs,
-    "/run": api.run,
-    "/summary": api.summary,
-    "/steps": api.steps,
-    "/kernels": api.kernels,
-    "/operators": api.operators,
-    "/operators/stack": api.operator_stack,
-    "/memory": api.memory,
-    "/memory/allocations": api.memory_allocations,
-    "/trace/download": api.trace_download,
-}
+# Route -> handler(request, loader), one table per http module. Documented in
+# docs/http_api.md.
+ROUTES = dict(api.ROUTES)
 
 
 class NpuProfilerPlugin(base_plugin.TBPlugin):

@@ -241,3 +241,17 @@ def trace_download(request, loader: Loader):
     name = os.path.basename(path)
     ctype = "application/gzip" if name.endswith(".gz") else "application/json"
     return file_response(request.environ, path, name, ctype)
+
+
+ROUTES = {
+    "/runs": runs,
+    "/run": run,
+    "/summary": summary,
+    "/steps": steps,
+    "/kernels": kernels,
+    "/operators": operators,
+    "/operators/stack": operator_stack,
+    "/memory": memory,
+    "/memory/allocations": memory_allocations,
+    "/trace/download": trace_download,
+}
