@@ -49,7 +49,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
             profile.errors.append(FileError(span.rel(span.root),
                                             f"could not read this profile: {exc!r}"))
             log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
-        _give_memory_back()
+        _give_memory_back(collect=False)
         try:
             derive.complete(profile)
         except Exception as exc:
@@ -62,11 +62,12 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     return {"key": key, "cached": False}
 
 
-def _give_memory_back() -> None:
+def _give_memory_back(collect: bool = True) -> None:
     """Return the freed heap of a big parse to the OS (the reader process lives on)."""
     import gc
 
-    gc.collect()
+    if collect:
+        gc.collect()
     try:
         import ctypes
 

@@ -496,6 +496,7 @@ class _Builder:
         xs: list[_Event] = []
         inst: list[_Event] = []
         flows: list[_Event] = []
+        counters: list[_Event] = []
         for e in evs:
             ph = e.ph
             if ph == "X":
@@ -505,12 +506,14 @@ class _Builder:
             elif ph in ("s", "f", "t"):
                 flows.append(e)
             elif ph == "C":
-                self._counter(e)
+                counters.append(e)
             elif ph in ("i", "I", "n", "R"):
                 inst.append(e)
             elif ph in ("B", "E"):
                 self.be_events.append((ph, self.track(e.pid, e.tid), bytes(e.ts), e.name, e.cat,
                                        bytes(e.args) if e.args else b""))
+        if counters:
+            self._counters(counters)
         if xs:
             part = self._common(xs)
             part["dur"] = [bytes(e.dur) for e in xs]
@@ -531,25 +534,28 @@ class _Builder:
             part["phase"] = pd.Categorical([e.ph for e in flows])
             self.flow_parts.append(_finish_part(part, has_dur=False))
 
-    def _counter(self, e: _Event) -> None:
-        t = self.track(e.pid, e.tid)
-        try:
-            a = _ANY.decode(e.args) if e.args else {}
-        except msgspec.DecodeError:
-            a = {}
-        if not isinstance(a, dict):
-            return
-        name = _text(e.name)
-        for k, v in a.items():
-            if isinstance(v, bool):
+    def _counters(self, evs: list[_Event]) -> None:
+        tracks = self.tracks.codes([(e.pid, e.tid) for e in evs])
+        rows = self.counter_rows
+        for e, t in zip(evs, tracks.tolist()):
+            try:
+                a = _ANY.decode(e.args) if e.args else {}
+            except msgspec.DecodeError:
                 continue
-            if isinstance(v, str):
-                try:
-                    v = float(v)
-                except ValueError:
+            if not isinstance(a, dict):
+                continue
+            name = _text(e.name)
+            ts = bytes(e.ts)
+            for k, v in a.items():
+                if isinstance(v, bool):
                     continue
-            if isinstance(v, (int, float)):
-                self.counter_rows.append((t, bytes(e.ts), f"{name}/{k}" if k else name, float(v)))
+                if isinstance(v, str):
+                    try:
+                        v = float(v)
+                    except ValueError:
+                        continue
+                if isinstance(v, (int, float)):
+                    rows.append((t, ts, f"{name}/{k}" if k else name, float(v)))
 
 
 def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
