@@ -34,6 +34,10 @@ VIEW_TABLES = [
     ("trace", ("slices", "counters")),
 ]
 
+# Run-level views contributed by other modules (api_distributed adds "distributed"):
+# callables (loader, run) -> view name or None, listed by `run` after the profile views.
+RUN_VIEWS: list = []
+
 
 class ResultCache:
     """Small LRU for analysis results (a table is computed once per profile and params)."""
@@ -157,6 +161,7 @@ def run(request, loader: Loader):
                         "producer": w.producer, "spans": w.sorted_spans()})
     order = [v for v, _ in VIEW_TABLES]
     views.sort(key=lambda v: order.index(v) if v in order else len(order))
+    views += [v for v in (hook(loader, r) for hook in RUN_VIEWS) if v and v not in views]
     status = loader.run_status(r.name)
     return json_response({"name": r.name, "views": views, "workers": workers,
                           "state": status["state"], "progress": status["progress"],

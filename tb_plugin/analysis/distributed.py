@@ -1,0 +1,532 @@
+"""Distributed (multi-rank) view: per-rank step breakdowns, communication, links, findings.
+
+Two levels, so that a run with thousands of ranks is never reloaded per request:
+- `rank_summary(profile)` reduces one rank's Profile to a small JSON-able dict (per step:
+  total and the common breakdown; communication ops grouped by type and group; the links
+  this rank sent on). It is computed once per cache entry and stored as JSON next to the
+  cache (see `SummaryStore`), so a restart does not touch the rank's tables again.
+- `run_view(summaries)` combines the summaries of all ranks into the view (aggregates,
+  heatmap, communication tables, matrix, findings); `page_ranks` serves the per-rank detail.
+
+Definitions:
+- Breakdown categories, the same for every producer: `computing`,
+  `communication_not_overlapped`, `overlapped`, `free` (ns in the model, µs here).
+  NPU profiles carry them in `steps.bd_*` (overlap analysis / step_trace_time.csv). For
+  other profiles (kineto GPU) they are derived per step from the device kernels of that
+  step: communication kernels are NCCL / gloo / HCCL kernels (name match), computing is the
+  union of the other kernels' intervals, overlapped the intersection of both unions,
+  communication_not_overlapped = union(communication) - overlapped, free = step time -
+  computing - communication_not_overlapped (never below 0). Step time is the producer's.
+- Communication ops: NPU from communication.json (`communication_ops`), grouped by op type
+  (`hcom_allReduce__123_0_1` -> `allReduce`) and group; elapse / transit / wait / sync /
+  idle summed; bandwidth_gbps = transit_size_mb / transit time in ms (MB/ms = GB/s as
+  msprof-analyze writes it). GPU: NCCL / gloo kernels grouped by their collective
+  (`ncclDevKernel_AllReduce_Sum_f32_RING_LL` -> `AllReduce`); transit / wait / size are
+  unknown (null).
+- Matrix: links src -> dst from communication_matrix.json; when a rank's file has the
+  msprof-analyze aggregate entries (`<op>-total`, `total`), only those are summed (the
+  other entries are samples: top1 / middle / bottom), else every entry is. Self links
+  (src == dst, LOCAL) are dropped. bandwidth_gbps = size_mb / time_ms.
+- Straggler: the rank statistic is the mean computing time per step (mean step time when
+  no rank has a computing category). A rank is a straggler when it exceeds the median over
+  ranks by more than STRAGGLER_THRESHOLD (5%) and is the largest such (up to 5 are
+  reported, largest first). Evidence: its value, the median, the excess, its mean wait time
+  per step and the other ranks' median wait time per step (waiting for the slow rank).
+- Slow link: a link whose bandwidth is below SLOW_LINK_RATIO (50%) of the median bandwidth
+  of the links with the same transport (at least 3 such links). Up to 10, slowest first.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import pandas as pd
+
+from ..model import Profile
+from .kernels import is_gpu, view_rows
+
+CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+SUMMARY_VERSION = 1
+STRAGGLER_THRESHOLD = 0.05
+SLOW_LINK_RATIO = 0.5
+HEATMAP_MAX_ROWS = 64
+
+_COMM_KERNEL = re.compile(r"nccl|gloo|hccl|allreduce|allgather|reducescatter|broadcast|all2all"
+                          r"|alltoall", re.I)
+_NCCL_TYPE = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
+_HCOM_TYPE = re.compile(r"^(?:hcom_)?([A-Za-z][A-Za-z0-9]*?)(?:__?\d+(?:_\d+)*)?$")
+
+
+def op_type(name: str) -> str:
+    """The communication type of an op name: hcom_allReduce__123_0_1 -> allReduce."""
+    name = str(name or "")
+    m = _NCCL_TYPE.search(name)
+    if m:
+        return m.group(1)
+    m = _HCOM_TYPE.match(name)
+    if m:
+        return m.group(1)
+    return name
+
+
+# ---- per rank ------------------------------------------------------------------------------
+
+def _union_len(starts: np.ndarray, ends: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """Total length of the union of [start, end) intervals, and the merged intervals."""
+    if len(starts) == 0:
+        return 0, starts, ends
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > run_end[:-1]]
+    idx = np.flatnonzero(new)
+    ms = s[idx]
+    me = np.maximum.reduceat(run_end, idx)
+    return int((me - ms).sum()), ms, me
+
+
+def _derived_breakdown(profile: Profile, steps: pd.DataFrame) -> dict[int, dict[str, float]]:
+    """Per step {category: ns} from the step's kernels (GPU / profiles without overlap data)."""
+    k = view_rows(profile)
+    out: dict[int, dict[str, float]] = {}
+    if len(k) == 0 or len(steps) == 0:
+        return out
+    stepcol = k["step"]
+    valid = stepcol.notna().to_numpy(dtype=bool)
+    if not valid.any():
+        return out
+    k = k[valid]
+    step_ids = k["step"].to_numpy(dtype=np.int64)
+    start = k["start_ns"].to_numpy(dtype=np.int64)
+    end = start + k["dur_ns"].to_numpy(dtype=np.int64)
+    codes, labels = _codes(k["name"])
+    is_comm_label = np.array([bool(_COMM_KERNEL.search(str(x))) for x in labels], dtype=bool)
+    comm = is_comm_label[codes] if len(labels) else np.zeros(len(k), dtype=bool)
+    totals = dict(zip(steps["step"].to_numpy(dtype=np.int64).tolist(),
+                      steps["total_ns"].to_numpy(dtype=np.int64).tolist()))
+    for sid in np.unique(step_ids):
+        m = step_ids == sid
+        c_len, cs, ce = _union_len(start[m & ~comm], end[m & ~comm])
+        m_len, ms, me = _union_len(start[m & comm], end[m & comm])
+        all_len, _, _ = _union_len(np.r_[cs, ms], np.r_[ce, me])
+        overlapped = c_len + m_len - all_len
+        not_ov = m_len - overlapped
+        total = totals.get(int(sid), all_len)
+        out[int(sid)] = {"computing": c_len, "communication_not_overlapped": not_ov,
+                         "overlapped": overlapped,
+                         "free": max(0, total - c_len - not_ov)}
+    return out
+
+
+def _codes(series: pd.Series):
+    from .tables import key_codes
+
+    return key_codes(series)
+
+
+def _num(v) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def step_breakdown(profile: Profile) -> list[dict]:
+    """[{"step", "total_us", "breakdown": {category: us}}] with the common categories."""
+    steps = profile.table("steps")
+    if len(steps) == 0:
+        return []
+    steps = steps.sort_values("step", kind="stable")
+    have = all(f"bd_{c}" in steps.columns for c in ("computing", "free"))
+    derived = {} if have else _derived_breakdown(profile, steps)
+    out = []
+    cols = {c: (pd.to_numeric(steps[f"bd_{c}"], errors="coerce").to_numpy(dtype=np.float64)
+                if f"bd_{c}" in steps.columns else None) for c in CATEGORIES}
+    for i, (sid, total) in enumerate(zip(steps["step"].to_numpy(dtype=np.int64).tolist(),
+                                         steps["total_ns"].to_numpy(dtype=np.int64).tolist())):
+        if have:
+            bd = {c: (0.0 if cols[c] is None or not math.isfinite(cols[c][i]) else cols[c][i] / 1000.0)
+                  for c in CATEGORIES}
+        elif sid in derived:
+            bd = {c: derived[sid][c] / 1000.0 for c in CATEGORIES}
+        else:
+            bd = {}
+        out.append({"step": int(sid), "total_us": total / 1000.0, "breakdown": bd})
+    return out
+
+
+def _comm_ops(profile: Profile) -> tuple[list[dict], str | None]:
+    ops = profile.table("communication_ops")
+    if len(ops):
+        df = pd.DataFrame({
+            "name": [op_type(n) for n in ops["name"].astype("string").fillna("").tolist()],
+            "group": ops["group"].astype("string").fillna("").to_numpy(dtype=object),
+            "elapse": ops["elapse_ns"].to_numpy(dtype=np.int64),
+            "transit": ops["transit_ns"].to_numpy(dtype=np.int64),
+            "wait": ops["wait_ns"].to_numpy(dtype=np.int64),
+            "sync": ops["sync_ns"].to_numpy(dtype=np.int64),
+            "idle": ops["idle_ns"].to_numpy(dtype=np.int64),
+            "size": pd.to_numeric(ops["transit_size_mb"], errors="coerce").to_numpy(dtype=np.float64),
+            "calls": np.ones(len(ops), dtype=np.int64),
+        })
+        g = df.groupby(["name", "group"], sort=True).agg(
+            calls=("calls", "sum"), elapse=("elapse", "sum"), transit=("transit", "sum"),
+            wait=("wait", "sum"), sync=("sync", "sum"), idle=("idle", "sum"),
+            size=("size", lambda s: float(np.nansum(s)) if np.isfinite(s).any() else float("nan")))
+        rows = []
+        for (name, group), r in g.iterrows():
+            rows.append({"name": str(name), "group": str(group), "calls": int(r["calls"]),
+                         "total_us": r["elapse"] / 1000.0, "transit_us": r["transit"] / 1000.0,
+                         "wait_us": r["wait"] / 1000.0, "sync_us": r["sync"] / 1000.0,
+                         "idle_us": r["idle"] / 1000.0, "size_mb": _num(r["size"])})
+        return rows, "communication.json"
+    if not profile.has("kernels"):
+        return [], None
+    k = view_rows(profile)
+    codes, labels = _codes(k["name"])
+    comm_labels = [i for i, x in enumerate(labels) if _COMM_KERNEL.search(str(x))]
+    if not comm_labels:
+        return [], None
+    mask = np.isin(codes, comm_labels)
+    sel_codes = codes[mask]
+    dur = k["dur_ns"].to_numpy(dtype=np.int64)[mask]
+    types = np.array([op_type(labels[c]) for c in range(len(labels))], dtype=object)
+    df = pd.DataFrame({"name": types[sel_codes], "dur": dur})
+    g = df.groupby("name", sort=True)["dur"].agg(["count", "sum"])
+    rows = [{"name": str(n), "group": "", "calls": int(r["count"]), "total_us": r["sum"] / 1000.0,
+             "transit_us": None, "wait_us": None, "sync_us": None, "idle_us": None,
+             "size_mb": None} for n, r in g.iterrows()]
+    return rows, "kernels"
+
+
+def _links(profile: Profile) -> list[dict]:
+    links = profile.table("communication_links")
+    if len(links) == 0:
+        return []
+    agg = links["aggregate"].astype(bool).to_numpy() if "aggregate" in links.columns else \
+        np.zeros(len(links), dtype=bool)
+    if agg.any():
+        links = links[agg]
+    src = links["src_rank"].to_numpy(dtype=np.int64)
+    dst = links["dst_rank"].to_numpy(dtype=np.int64)
+    keep = src != dst
+    if not keep.any():
+        return []
+    df = pd.DataFrame({
+        "src": src[keep], "dst": dst[keep],
+        "transport": links["transport"].astype("string").fillna("").to_numpy(dtype=object)[keep],
+        "size": pd.to_numeric(links["transit_size_mb"], errors="coerce").fillna(0).to_numpy()[keep],
+        "time": links["transit_ns"].to_numpy(dtype=np.int64)[keep],
+    })
+    g = df.groupby(["src", "dst"], sort=True).agg(
+        transport=("transport", lambda s: s.value_counts().index[0]), size=("size", "sum"),
+        time=("time", "sum"), n=("size", "size"))
+    return [{"src": int(s), "dst": int(d), "transport": str(r["transport"]),
+             "size_mb": float(r["size"]), "time_us": r["time"] / 1000.0, "entries": int(r["n"])}
+            for (s, d), r in g.iterrows()]
+
+
+def rank_summary(profile: Profile) -> dict:
+    """The small per-rank summary the distributed view is built from (JSON-able)."""
+    ops, source = _comm_ops(profile)
+    return {
+        "version": SUMMARY_VERSION,
+        "rank": profile.meta.get("rank"),
+        "producer": profile.meta.get("producer"),
+        "device": profile.meta.get("device"),
+        "steps": step_breakdown(profile),
+        "comm_ops": ops,
+        "comm_source": source,
+        "links": _links(profile),
+    }
+
+
+class SummaryStore:
+    """Per-rank summaries: memory LRU, then `<cache root>/distributed/<key>.json`, then
+    computed from the profile (its tables released afterwards)."""
+
+    def __init__(self, size: int = 8192):
+        self.size = size
+        self._mem: OrderedDict[str, dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, cache_root: str, key: str, load_profile) -> dict | None:
+        with self._lock:
+            hit = self._mem.get(key)
+            if hit is not None:
+                self._mem.move_to_end(key)
+                return hit
+        path = os.path.join(cache_root, "distributed", key[:2], f"{key}.v{SUMMARY_VERSION}.json")
+        summary = None
+        try:
+            with open(path, encoding="utf-8") as fh:
+                summary = json.load(fh)
+        except (OSError, ValueError):
+            prof = load_profile()
+            if prof is None:
+                return None
+            summary = rank_summary(prof)
+            prof.release()
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+                with open(tmp, "w", encoding="utf-8") as fh:
+                    json.dump(summary, fh)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        with self._lock:
+            self._mem[key] = summary
+            while len(self._mem) > self.size:
+                self._mem.popitem(last=False)
+        return summary
+
+
+# ---- whole run -----------------------------------------------------------------------------
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def rank_stats(s: dict) -> dict:
+    """Mean per step of the rank's total, breakdown categories and communication wait."""
+    steps = s.get("steps") or []
+    n = len(steps)
+    out = {"rank": s["rank"], "worker": s.get("worker"), "step_count": n,
+           "avg_total_us": _mean([x["total_us"] for x in steps])}
+    for c in CATEGORIES:
+        vals = [x["breakdown"].get(c) for x in steps if x.get("breakdown")]
+        vals = [v for v in vals if v is not None]
+        out[f"avg_{c}_us"] = _mean(vals) if vals else None
+    waits = [o["wait_us"] for o in s.get("comm_ops", []) if o.get("wait_us") is not None]
+    comm = [o["total_us"] for o in s.get("comm_ops", [])]
+    div = max(n, 1)
+    out["avg_comm_us"] = sum(comm) / div if comm else None
+    out["avg_wait_us"] = sum(waits) / div if waits else None
+    return out
+
+
+def _percentiles(values: np.ndarray) -> dict:
+    if len(values) == 0:
+        return {"min": None, "p25": None, "median": None, "p75": None, "max": None, "mean": None}
+    q = np.percentile(values, [0, 25, 50, 75, 100])
+    return {"min": float(q[0]), "p25": float(q[1]), "median": float(q[2]), "p75": float(q[3]),
+            "max": float(q[4]), "mean": float(values.mean())}
+
+
+def _histogram(values: np.ndarray, bins: int = 20) -> dict:
+    if len(values) == 0:
+        return {"edges": [], "counts": []}
+    lo, hi = float(values.min()), float(values.max())
+    if hi <= lo:
+        hi = lo + 1.0
+    counts, edges = np.histogram(values, bins=bins, range=(lo, hi))
+    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+
+
+def _heatmap(summaries: list[dict], step_ids: list[int]) -> dict:
+    """Rank x step step time; more than HEATMAP_MAX_ROWS ranks are bucketed (max kept)."""
+    n = len(summaries)
+    col = {sid: j for j, sid in enumerate(step_ids)}
+    grid = np.full((n, len(step_ids)), np.nan)
+    for i, s in enumerate(summaries):
+        for x in s.get("steps") or []:
+            j = col.get(x["step"])
+            if j is not None:
+                grid[i, j] = x["total_us"]
+    per = max(1, math.ceil(n / HEATMAP_MAX_ROWS))
+    rows, values = [], []
+    for b in range(0, n, per):
+        chunk = grid[b:b + per]
+        lo, hi = summaries[b]["rank"], summaries[min(b + per, n) - 1]["rank"]
+        rows.append({"label": f"rank {lo}" if per == 1 else f"ranks {lo}-{hi}",
+                     "ranks": [lo, hi]})
+        with np.errstate(all="ignore"):
+            mx = np.nanmax(chunk, axis=0) if len(chunk) else np.full(len(step_ids), np.nan)
+        values.append([None if not math.isfinite(v) else float(v) for v in mx])
+    return {"steps": step_ids, "rows": rows, "values": values, "ranks_per_row": per,
+            "aggregate": "max" if per > 1 else None}
+
+
+def comm_table(summaries: list[dict], by_rank: bool) -> pd.DataFrame:
+    """Communication ops per (rank,) type and group across ranks."""
+    rows = []
+    for s in summaries:
+        for o in s.get("comm_ops") or []:
+            rows.append({"rank": s["rank"], **o})
+    cols = ["name", "group", "calls", "total_us", "avg_us", "transit_us", "wait_us", "sync_us",
+            "idle_us", "wait_ratio", "size_mb", "bandwidth_gbps"]
+    if by_rank:
+        cols = ["rank"] + cols
+    if not rows:
+        return pd.DataFrame({c: pd.array([], dtype="string") if c in ("name", "group")
+                             else np.zeros(0) for c in cols})
+    df = pd.DataFrame(rows)
+    for c in ("transit_us", "wait_us", "sync_us", "idle_us", "size_mb"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    keys = ["rank", "name", "group"] if by_rank else ["name", "group"]
+    g = df.groupby(keys, sort=True).agg(
+        calls=("calls", "sum"), total_us=("total_us", "sum"),
+        transit_us=("transit_us", lambda s: s.sum(min_count=1)),
+        wait_us=("wait_us", lambda s: s.sum(min_count=1)),
+        sync_us=("sync_us", lambda s: s.sum(min_count=1)),
+        idle_us=("idle_us", lambda s: s.sum(min_count=1)),
+        size_mb=("size_mb", lambda s: s.sum(min_count=1)),
+        ranks=("rank", "nunique")).reset_index()
+    g["avg_us"] = g["total_us"] / g["calls"]
+    g["wait_ratio"] = g["wait_us"] / g["total_us"].where(g["total_us"] > 0)
+    g["bandwidth_gbps"] = g["size_mb"] / (g["transit_us"] / 1000.0).where(g["transit_us"] > 0)
+    if not by_rank:
+        cols = cols + ["ranks"]
+    g["name"] = g["name"].astype("string")
+    g["group"] = g["group"].astype("string")
+    return g[cols].sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def links_table(summaries: list[dict]) -> pd.DataFrame:
+    rows = [l for s in summaries for l in s.get("links") or []]
+    cols = ["link", "src", "dst", "transport", "size_mb", "time_us", "bandwidth_gbps"]
+    if not rows:
+        return pd.DataFrame({c: pd.array([], dtype="string") if c in ("link", "transport")
+                             else np.zeros(0) for c in cols})
+    df = pd.DataFrame(rows)
+    g = df.groupby(["src", "dst"], sort=True).agg(
+        transport=("transport", "first"), size_mb=("size_mb", "sum"),
+        time_us=("time_us", "sum")).reset_index()
+    g["bandwidth_gbps"] = g["size_mb"] / (g["time_us"] / 1000.0).where(g["time_us"] > 0)
+    g["link"] = pd.array([f"{s}-{d}" for s, d in zip(g["src"], g["dst"])], dtype="string")
+    g["transport"] = g["transport"].astype("string")
+    return g[cols].sort_values("bandwidth_gbps", ascending=True, kind="stable",
+                               na_position="last").reset_index(drop=True)
+
+
+def findings(stats: list[dict], links: pd.DataFrame) -> list[dict]:
+    out: list[dict] = []
+    if len(stats) >= 2:
+        use_comp = any(s.get("avg_computing_us") is not None for s in stats)
+        key = "avg_computing_us" if use_comp else "avg_total_us"
+        what = "computing time" if use_comp else "step time"
+        vals = [(s, s.get(key)) for s in stats if s.get(key) is not None]
+        if len(vals) >= 2:
+            median = float(np.median([v for _, v in vals]))
+            waits = {s["rank"]: s.get("avg_wait_us") for s in stats}
+            slow = sorted([(s, v) for s, v in vals
+                           if median > 0 and (v - median) / median > STRAGGLER_THRESHOLD],
+                          key=lambda x: -x[1])[:5]
+            for s, v in slow:
+                others = [w for r, w in waits.items() if r != s["rank"] and w is not None]
+                others_wait = float(np.median(others)) if others else None
+                excess = (v - median) / median
+                msg = (f"Rank {s['rank']} is a straggler: its {what} per step is "
+                       f"{v:,.0f} µs, {excess * 100:.1f}% above the median of {median:,.0f} µs.")
+                own_wait = s.get("avg_wait_us")
+                if others_wait is not None and own_wait is not None:
+                    msg += (f" The other ranks wait {others_wait:,.0f} µs per step in "
+                            f"communication (median), rank {s['rank']} waits {own_wait:,.0f} µs.")
+                out.append({"kind": "straggler", "rank": s["rank"], "link": None,
+                            "message": msg,
+                            "evidence": {"metric": key, "value_us": v, "median_us": median,
+                                         "excess_pct": excess * 100.0,
+                                         "excess_us": v - median,
+                                         "avg_step_us": s.get("avg_total_us"),
+                                         "rank_wait_us": own_wait,
+                                         "others_median_wait_us": others_wait,
+                                         "ranks_compared": len(vals)}})
+    if len(links):
+        df = links[links["bandwidth_gbps"].notna()]
+        found = []
+        for transport, grp in df.groupby("transport", sort=True):
+            if len(grp) < 3:
+                continue
+            med = float(grp["bandwidth_gbps"].median())
+            if med <= 0:
+                continue
+            for _, r in grp[grp["bandwidth_gbps"] < SLOW_LINK_RATIO * med].iterrows():
+                found.append((r, med))
+        found.sort(key=lambda x: x[0]["bandwidth_gbps"] / x[1])
+        for r, med in found[:10]:
+            link = f"{int(r['src'])}-{int(r['dst'])}"
+            out.append({"kind": "slow_link", "rank": None, "link": link,
+                        "message": (f"Link {int(r['src'])} → {int(r['dst'])} ({r['transport']}) "
+                                    f"is slow: {r['bandwidth_gbps']:.2f} GB/s, "
+                                    f"{r['bandwidth_gbps'] / med * 100:.0f}% of the median "
+                                    f"{med:.2f} GB/s of {r['transport']} links."),
+                        "evidence": {"src": int(r["src"]), "dst": int(r["dst"]),
+                                     "transport": str(r["transport"]),
+                                     "bandwidth_gbps": float(r["bandwidth_gbps"]),
+                                     "median_bandwidth_gbps": med,
+                                     "size_mb": float(r["size_mb"]),
+                                     "time_us": float(r["time_us"])}})
+    return out
+
+
+def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -> dict:
+    """The whole-run part of the distributed view (everything except the rank pages).
+
+    `summaries` must carry "rank" and "worker" and be sorted by rank.
+    """
+    stats = [rank_stats(s) for s in summaries]
+    step_ids = sorted({x["step"] for s in summaries for x in s.get("steps") or []})
+    avg = np.array([s["avg_total_us"] for s in stats if s["avg_total_us"] is not None])
+    dist = {"avg_step_us": _percentiles(avg), "histogram": _histogram(avg)}
+    for c in CATEGORIES:
+        vals = np.array([s[f"avg_{c}_us"] for s in stats if s[f"avg_{c}_us"] is not None])
+        dist[f"avg_{c}_us"] = _percentiles(vals)
+    per_step = []
+    for sid in step_ids:
+        vals = np.array([x["total_us"] for s in summaries for x in s.get("steps") or []
+                         if x["step"] == sid])
+        per_step.append({"step": sid, **_percentiles(vals)})
+    dist["per_step"] = per_step
+    ranked = sorted([s for s in stats if s["avg_total_us"] is not None],
+                    key=lambda s: -s["avg_total_us"])
+    links = links_table(summaries)
+    comm = comm_table(summaries, by_rank=False)
+    from .tables import to_records
+
+    return {
+        "rank_count": len(summaries),
+        "categories": list(CATEGORIES),
+        "steps": step_ids,
+        "distribution": dist,
+        "slowest": ranked[:outliers],
+        "fastest": ranked[::-1][:outliers],
+        "heatmap": _heatmap(summaries, step_ids),
+        "comm_source": next((s.get("comm_source") for s in summaries if s.get("comm_source")), None),
+        "comm_ops": to_records(comm),
+        "matrix": {"rank_count": len(summaries), "total_links": int(len(links)),
+                   "links": to_records(links.head(max_links))} if len(links) else None,
+        "findings": findings(stats, links),
+    }
+
+
+def page_ranks(summaries: list[dict], sort: str = "rank", offset: int = 0,
+               limit: int = 64) -> tuple[list[dict], int]:
+    """One page of ranks with their per-step detail, ordered by `sort` (rank | -rank |
+    avg_total_us | -avg_total_us | avg_<category>_us | -...)."""
+    stats = [rank_stats(s) for s in summaries]
+    desc = sort.startswith("-")
+    key = sort.lstrip("-+")
+    valid = {"rank", "avg_total_us", "avg_comm_us", "avg_wait_us"} | {f"avg_{c}_us" for c in CATEGORIES}
+    if key not in valid:
+        raise ValueError(f"unknown rank_sort {key!r}; valid: {', '.join(sorted(valid))}")
+    idx = list(range(len(stats)))
+    present = [i for i in idx if stats[i].get(key) is not None]
+    missing = [i for i in idx if stats[i].get(key) is None]
+    present.sort(key=lambda i: stats[i][key], reverse=desc)
+    order = present + missing
+    page = order[offset:offset + limit]
+    out = []
+    for i in page:
+        s = summaries[i]
+        out.append({"rank": s["rank"], "worker": s.get("worker"), "steps": s.get("steps") or [],
+                    "stats": stats[i]})
+    return out, len(order)
