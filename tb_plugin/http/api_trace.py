@@ -1,0 +1,140 @@
+"""Trace timeline routes: tracks, viewport, slice, search, summary (measure), counters.
+
+The timeline is served from the backend's index (`analysis/trace.py`), level of detail
+included, so the browser never holds the trace. Documented in docs/http_api.md.
+"""
+from __future__ import annotations
+
+import re
+
+from ..analysis import trace as trace_view
+from ..analysis import trace_index as ti
+from ..loading import Loader
+from . import params
+from .api import _resolve, profile_from
+from .responses import ApiError, json_response
+
+MAX_WIDTH_PX = 8000
+MAX_TRACKS_PARAM = 4096
+
+
+def _index(loader: Loader, args):
+    prof, key = profile_from(loader, args)
+    run, worker, span = _resolve(loader, args)
+    st = loader.span_state(run.name, worker.name, span)
+    tstate = getattr(st, "trace_state", "ready")
+    if tstate in ("pending", "loading") and not ti.has_index(prof):
+        raise ApiError(503, "the timeline is still being indexed", state="loading",
+                       progress=0.5)
+    if tstate == "error" and not ti.has_index(prof):
+        raise ApiError(422, getattr(st, "trace_error", None) or "the timeline could not be"
+                                                                " indexed", state="error")
+    if not prof.has("slices") and not prof.has("counters"):
+        raise ApiError(404, "this profile has no timeline data")
+    return trace_view.index_for(prof, key), prof
+
+
+def _window(args, idx, required: bool = True) -> tuple[int, int]:
+    start = params.number(args, "start_us")
+    end = params.number(args, "end_us")
+    if start is None or end is None:
+        if required:
+            raise ApiError(400, "parameters 'start_us' and 'end_us' are required")
+        return int(idx.meta["start_ns"]), int(idx.meta["end_ns"]) + 1
+    if end <= start:
+        raise ApiError(400, "end_us must be after start_us")
+    if abs(start) > 1e17 or abs(end) > 1e17:
+        raise ApiError(400, "start_us/end_us out of range")
+    return int(round(start * 1000)), int(round(end * 1000))
+
+
+def _tracks(args) -> set[int] | None:
+    v = params.text(args, "tracks")
+    if v is None:
+        return None
+    parts = [p for p in v.split(",") if p != ""]
+    if len(parts) > MAX_TRACKS_PARAM:
+        raise ApiError(400, "too many tracks")
+    try:
+        return {int(p) for p in parts}
+    except ValueError:
+        raise ApiError(400, "parameter 'tracks' must be comma-separated track ids") from None
+
+
+def tracks(request, loader: Loader):
+    idx, _ = _index(loader, request.args)
+    return json_response(idx.tracks())
+
+
+def viewport(request, loader: Loader):
+    idx, _ = _index(loader, request.args)
+    t0, t1 = _window(request.args, idx)
+    width = params.integer(request.args, "width_px", default=None, lo=1, hi=MAX_WIDTH_PX)
+    if width is None:
+        raise ApiError(400, "missing parameter 'width_px'")
+    return json_response(idx.viewport(t0, t1, width, _tracks(request.args)))
+
+
+def slice_details(request, loader: Loader):
+    idx, prof = _index(loader, request.args)
+    i = params.integer(request.args, "id", lo=0, hi=(1 << 62))
+    if i is None:
+        raise ApiError(400, "missing parameter 'id'")
+    if i >= len(idx.start):
+        raise ApiError(404, f"no slice with id {i}")
+    return json_response(idx.slice(i, trace_view.args_reader(prof)))
+
+
+def search(request, loader: Loader):
+    idx, _ = _index(loader, request.args)
+    a = request.args
+    q = params.text(a, "q")
+    regex = params.choice(a, "regex", ("0", "1", "false", "true"), "0") in ("1", "true")
+    if q and regex:
+        try:
+            re.compile(q)
+        except re.error as exc:
+            raise ApiError(400, f"invalid regular expression: {exc}") from None
+    cat = params.text(a, "cat")
+    lo = params.number(a, "min_dur_us")
+    hi = params.number(a, "max_dur_us")
+    if lo is not None and hi is not None and hi < lo:
+        raise ApiError(400, "max_dur_us must not be below min_dur_us")
+    track = params.integer(a, "track", lo=0, hi=1 << 31)
+    if not (q or cat or lo is not None or hi is not None or track is not None):
+        raise ApiError(400, "give at least one of q, cat, min_dur_us, max_dur_us, track")
+    offset = params.integer(a, "offset", default=0, lo=0, hi=1 << 40)
+    limit = params.integer(a, "limit", default=100, lo=1, hi=1000)
+    after = params.number(a, "after_us")
+    hits = idx.search(q, regex, cat, None if lo is None else int(lo * 1000),
+                      None if hi is None else int(hi * 1000), track)
+    if after is not None:  # page that starts at the first hit at or after a time
+        import numpy as np
+        offset = int(np.searchsorted(idx.start[hits], int(round(after * 1000)), side="left"))
+    page = hits[offset:offset + limit]
+    return json_response({"total": int(len(hits)), "offset": offset,
+                          "hits": [idx._slice_brief(int(i)) for i in page]})
+
+
+def summary(request, loader: Loader):
+    idx, _ = _index(loader, request.args)
+    t0, t1 = _window(request.args, idx)
+    limit = params.integer(request.args, "limit", default=50, lo=1, hi=1000)
+    return json_response(idx.summarize(t0, t1, _tracks(request.args), limit))
+
+
+def counters(request, loader: Loader):
+    idx, _ = _index(loader, request.args)
+    t0, t1 = _window(request.args, idx, required=False)
+    width = params.integer(request.args, "width_px", default=1000, lo=1, hi=MAX_WIDTH_PX)
+    return json_response(idx.counters(t0, t1, width, _tracks(request.args)))
+
+
+ROUTES = {
+    "/trace/tracks": tracks,
+    "/trace/viewport": viewport,
+    "/trace/slice": slice_details,
+    "/trace/search": search,
+    "/trace/summary": summary,
+    "/trace/counters": counters,
+}
