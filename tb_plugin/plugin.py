@@ -9,7 +9,7 @@ import posixpath
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .http import api, api_distributed
+from .http import api, api_distributed, api_trace
 from .http.responses import ApiError, error_response
 from .loading import Loader
 
@@ -20,7 +20,7 @@ STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
 # Route -> handler(request, loader), one table per http module. Documented in
 # docs/http_api.md.
-ROUTES = dict(api.ROUTES)
+ROUTES = {**api.ROUTES, **api_trace.ROUTES}
 ROUTES.update(api_distributed.ROUTES)
 
 
