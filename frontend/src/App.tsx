@@ -10,6 +10,9 @@ import { OperatorsView } from './views/Operators';
 import { KernelsView } from './views/Kernels';
 import { MemoryView } from './views/Memory';
 import { TraceView } from './views/Trace';
+import { DistributedView } from './views/DistributedView';
+import { CompareView } from './views/CompareView';
+import { encodeProfile } from './apiDistributed';
 
 export interface ViewProps {
   profile: ProfileKey;
@@ -65,7 +68,8 @@ export function App() {
   if (sel.run && state.run !== sel.run.name) wanted.run = sel.run.name;
   if (sel.worker && state.worker !== sel.worker.name) wanted.worker = sel.worker.name;
   if (sel.span !== undefined && state.span !== sel.span) wanted.span = sel.span;
-  if (sel.view && state.view !== sel.view) wanted.view = sel.view;
+  const comparing = state.view === 'compare';
+  if (sel.view && state.view !== sel.view && !comparing) wanted.view = sel.view;
   const wantedKey = JSON.stringify(wanted);
   useEffect(() => {
     if (wantedKey !== '{}') setState(JSON.parse(wantedKey) as StatePatch);
@@ -81,6 +85,15 @@ export function App() {
     main = <Loading what="runs" />;
   } else if (runs.length === 0) {
     main = <EmptyState />;
+  } else if (comparing) {
+    main = (
+      <CompareView
+        runs={runs}
+        filters={state.filters}
+        setFilters={setFilters}
+        onOpen={(p, view) => setState({ run: p.run, worker: p.worker, span: p.span, view }, true)}
+      />
+    );
   } else if (state.run && !sel.run) {
     main = <ErrorBox title="Run not found" message={`No run named “${state.run}” under this logdir.`} />;
   } else if (!runSummary) {
@@ -117,12 +130,26 @@ export function App() {
       case 'trace':
         main = <TraceView key={key} {...props} />;
         break;
+      case 'distributed':
+        main = (
+          <DistributedView
+            key={profile.run}
+            run={profile.run}
+            info={sel.info}
+            filters={state.filters}
+            setFilters={setFilters}
+            onOpen={(worker, view) => setState({ worker, span: undefined, view }, true)}
+          />
+        );
+        break;
       default:
         main = <OverviewView key={key} {...props} />;
     }
   }
 
-  const title = sel.view ? VIEW_TITLES[sel.view] ?? sel.view : 'NPU Profiler';
+  const shownView = comparing ? 'compare' : sel.view;
+  const title = shownView ? VIEW_TITLES[shownView] ?? shownView : 'NPU Profiler';
+  const current = sel.run && sel.worker && sel.span !== undefined ? { run: sel.run.name, worker: sel.worker.name, span: sel.span } : undefined;
   return (
     <div className="app">
       <LeftPanel
@@ -134,7 +161,13 @@ export function App() {
         worker={sel.worker}
         span={sel.span}
         views={sel.views}
-        view={sel.view}
+        view={shownView}
+        canCompare={!!current}
+        onCompare={(side) => {
+          if (!current) return;
+          setState({ view: 'compare', filters: { [`cmp.${side}`]: encodeProfile(current) } }, true);
+        }}
+        onCompareView={() => setState({ view: 'compare' }, true)}
         link={deepLink(state)}
         onRun={(run) => setState({ run, worker: undefined, span: undefined }, true)}
         onWorker={(worker) => setState({ worker, span: undefined }, true)}
@@ -144,10 +177,10 @@ export function App() {
           mainRef.current?.scrollTo({ top: 0 });
         }}
       />
-      <main className="main" ref={mainRef} data-testid="main" data-view={sel.view ?? ''}>
+      <main className="main" ref={mainRef} data-testid="main" data-view={shownView ?? ''}>
         <header className="main-header">
           <h1>{title}</h1>
-          {sel.run && sel.worker && (
+          {sel.run && sel.worker && !comparing && (
             <span className="crumbs">
               {sel.run.name} · {sel.worker.name}
               {sel.worker.spans.length > 1 && sel.span ? ` · ${sel.span}` : ''}

@@ -2,7 +2,7 @@
 // with its container, re-created when the theme changes.
 import { useEffect, useRef } from 'react';
 import * as echarts from 'echarts/core';
-import { BarChart, LineChart, PieChart } from 'echarts/charts';
+import { BarChart, HeatmapChart, LineChart, PieChart } from 'echarts/charts';
 import {
   BrushComponent,
   GridComponent,
@@ -10,6 +10,7 @@ import {
   MarkPointComponent,
   TitleComponent,
   TooltipComponent,
+  VisualMapComponent,
 } from 'echarts/components';
 import { CanvasRenderer } from 'echarts/renderers';
 import { fitLegend, scaleFonts, type ChartOption } from '../charts';
@@ -17,6 +18,7 @@ import { FONT_STACK, useTheme } from '../theme';
 
 echarts.use([
   BarChart,
+  HeatmapChart,
   LineChart,
   PieChart,
   BrushComponent,
@@ -25,6 +27,7 @@ echarts.use([
   MarkPointComponent,
   TitleComponent,
   TooltipComponent,
+  VisualMapComponent,
   CanvasRenderer,
 ]);
 

@@ -22,6 +22,10 @@ export interface LeftPanelProps {
   onWorker: (worker: string) => void;
   onSpan: (span: string) => void;
   onView: (view: string) => void;
+  /** Compare: take the current profile as base / experiment, open the compare view. */
+  canCompare?: boolean;
+  onCompare?: (side: 'base' | 'exp') => void;
+  onCompareView?: () => void;
 }
 
 function runLabel(r: RunSummary): string {
@@ -147,6 +151,29 @@ export function LeftPanel(p: LeftPanelProps) {
               {VIEW_TITLES[v] ?? v}
             </button>
           ))}
+        </div>
+      )}
+
+      {p.onCompareView && (
+        <div className="compare-nav">
+          <span className="field-label">Compare</span>
+          <div className="link-row">
+            <button type="button" className="btn small" data-testid="set-base" disabled={!p.canCompare} onClick={() => p.onCompare?.('base')}>
+              Set as base
+            </button>
+            <button type="button" className="btn small" data-testid="set-exp" disabled={!p.canCompare} onClick={() => p.onCompare?.('exp')}>
+              Set as experiment
+            </button>
+          </div>
+          <button
+            type="button"
+            data-testid="nav-compare"
+            aria-selected={p.view === 'compare'}
+            className={`nav-item ${p.view === 'compare' ? 'active' : ''}`}
+            onClick={() => p.onCompareView?.()}
+          >
+            {VIEW_TITLES.compare}
+          </button>
         </div>
       )}
 
