@@ -106,8 +106,10 @@ def write_profile(directory: str, profile: Profile) -> None:
     meta = {k: _json_safe(v) for k, v in profile.meta.items() if not k.startswith("args_table")}
     doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors],
            "rows": {k: int(v) for k, v in profile.rows.items()}}
-    with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as fh:
+    tmp = os.path.join(directory, f"meta.json.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
+    os.replace(tmp, os.path.join(directory, "meta.json"))
 
 
 def open_profile(directory: str) -> Profile:

@@ -43,7 +43,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     started = time.time()
     with spilling(work):  # tables go to the cache entry as soon as they are made
         try:
-            profile = readers.read(span, work)
+            profile = readers.read(span, work, stage="views")
         except Exception as exc:  # a reader bug must still give a readable error
             profile = Profile(meta={"producer": span.producer})
             profile.errors.append(FileError(span.rel(span.root),
@@ -57,6 +57,48 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
             log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
     profile.meta["load_seconds"] = round(time.time() - started, 3)
     cache.commit(key, work, profile)
+    del profile
+    _give_memory_back()
+    return {"key": key, "cached": False}
+
+
+def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
+    """Second stage (runs in a reader process): the trace tables, when the first stage
+    deferred them, and the timeline index, added to the existing cache entry."""
+    from . import readers
+    from .analysis import derive
+    from .cache import open_profile, write_profile
+
+    entry = os.path.join(cache_root, key[:2], key)
+    profile = open_profile(entry)
+    if profile.meta.get("trace_ready"):
+        return {"key": key, "cached": True}
+    started = time.time()
+    with spilling(entry):
+        if profile.meta.get("trace_deferred"):
+            try:
+                part = readers.read(span, entry, stage="trace")
+            except Exception as exc:
+                part = None
+                profile.errors.append(FileError(span.rel(span.root),
+                                                f"could not read the trace: {exc!r}"))
+                log.error("trace reader failed for %s\n%s", span.root, traceback.format_exc())
+            if part is not None:
+                profile.rows.update(part.rows)
+                profile.errors.extend(part.errors)
+                for k in ("args_file",):
+                    if k in part.meta:
+                        profile.meta[k] = part.meta[k]
+            _give_memory_back(collect=False)
+        try:
+            derive.complete_trace(profile)
+        except Exception as exc:
+            profile.errors.append(FileError(span.rel(span.root),
+                                            f"timeline index failed: {exc!r}"))
+            log.error("trace index failed for %s\n%s", span.root, traceback.format_exc())
+    profile.meta["trace_ready"] = True
+    profile.meta["trace_seconds"] = round(time.time() - started, 3)
+    write_profile(entry, profile)
     del profile
     _give_memory_back()
     return {"key": key, "cached": False}
@@ -84,12 +126,16 @@ class SpanState:
     error: str | None = None
     future: object = None
     attempts: int = 0
+    # The timeline (second stage): pending | loading | ready | error.
+    trace_state: str = "pending"
+    trace_error: str | None = None
+    trace_attempts: int = 0
 
 
 class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
-                 build=build_entry):
+                 build=build_entry, build_trace=build_trace):
         self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
         self.cache = cache or ProfileCache()
         self.max_workers = max_workers or max(1, min(2, os.cpu_count() or 1))
@@ -105,7 +151,9 @@ class Loader:
         self._profiles: OrderedDict[str, Profile] = OrderedDict()
         self._stop = threading.Event()
         self._thread = None
-        self._build = build  # a top-level function (pickled into reader processes)
+        # Top-level functions (pickled into reader processes), one per load stage.
+        self._build = build
+        self._build_trace = build_trace
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -161,20 +209,46 @@ class Loader:
     def _submit(self, st: SpanState) -> None:
         if self.cache.has(st.key):
             st.state = "ready"
+            self._submit_trace(st)
             return
         st.state = "loading"
         st.attempts += 1
-        if self._inprocess:
-            fut = self._thread_pool().submit(self._build, st.span, self.cache.root, st.key)
-        else:
-            try:
-                fut = self._process_pool().submit(self._build, st.span, self.cache.root, st.key)
-            except Exception as exc:  # pool unusable here: fall back to a thread
-                log.warning("reader processes unavailable (%s); loading in-process", exc)
-                self._inprocess = True
-                fut = self._thread_pool().submit(self._build, st.span, self.cache.root, st.key)
+        fut = self._run(self._build, st, isolated=st.attempts > 1)
         st.future = fut
         fut.add_done_callback(lambda f, st=st: self._done(st, f))
+
+    def _submit_trace(self, st: SpanState) -> None:
+        prof = self.profile_for(st)
+        if prof is None or prof.meta.get("trace_ready"):
+            st.trace_state = "ready" if prof is not None else "error"
+            return
+        st.trace_state = "loading"
+        st.trace_attempts += 1
+        fut = self._run(self._build_trace, st, isolated=st.trace_attempts > 1)
+        fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
+
+    def _run(self, fn, st: SpanState, isolated: bool = False):
+        if self._inprocess:
+            return self._thread_pool().submit(fn, st.span, self.cache.root, st.key)
+        if isolated:
+            # A retry after a reader process died runs alone, so a profile that really
+            # kills its process cannot take the others down with it again.
+            ex = cf.ProcessPoolExecutor(max_workers=1,
+                                        mp_context=multiprocessing.get_context("spawn"))
+            fut = ex.submit(fn, st.span, self.cache.root, st.key)
+            fut.add_done_callback(lambda f: ex.shutdown(wait=False))
+            return fut
+        try:
+            return self._process_pool().submit(fn, st.span, self.cache.root, st.key)
+        except Exception as exc:  # pool unusable here: fall back to a thread
+            log.warning("reader processes unavailable (%s); loading in-process", exc)
+            self._inprocess = True
+            return self._thread_pool().submit(fn, st.span, self.cache.root, st.key)
+
+    def _pool_broke(self) -> None:
+        with self._lock:
+            if self._pool is not None and getattr(self._pool, "_broken", False):
+                self._pool = None  # the next task creates a new pool
 
     def _done(self, st: SpanState, fut) -> None:
         try:
@@ -184,18 +258,38 @@ class Loader:
             # A reader process died (killed for memory, or crashed). Every span queued in
             # that pool fails with it, so each gets one more try in a fresh pool; the span
             # that really kills its process fails twice and is reported.
-            with self._lock:
-                if self._pool is not None and getattr(self._pool, "_broken", False):
-                    self._pool = None
+            self._pool_broke()
             if st.attempts < 2 and not self._stop.is_set():
                 self._submit(st)
                 return
             st.state = "error"
             st.error = ("the reader process stopped unexpectedly (out of memory?) while"
                         " reading this profile")
+            return
         except Exception as exc:
             st.state = "error"
             st.error = f"could not read this profile: {exc!r}"
+            return
+        if not self._stop.is_set():
+            self._submit_trace(st)
+
+    def _trace_done(self, st: SpanState, fut) -> None:
+        try:
+            fut.result()
+            st.trace_state = "ready"
+        except cf.process.BrokenProcessPool:
+            self._pool_broke()
+            if st.trace_attempts < 2 and not self._stop.is_set():
+                self._submit_trace(st)
+                return
+            st.trace_state = "error"
+            st.trace_error = ("the reader process stopped unexpectedly (out of memory?)"
+                              " while indexing the trace")
+        except Exception as exc:
+            st.trace_state = "error"
+            st.trace_error = f"could not index the trace: {exc!r}"
+        with self._lock:  # reopen: the entry has new tables and errors
+            self._profiles.pop(st.key, None)
 
     def _process_pool(self):
         with self._lock:
@@ -248,14 +342,21 @@ class Loader:
                     errors.extend(e.to_json() for e in prof.errors)
                     if any(n > 0 for n in prof.rows.values()):
                         ready += 1
+                if st.trace_state == "error":
+                    errors.append({"path": st.span.rel(st.span.root),
+                                   "message": st.trace_error or ""})
         if total and len(done) < total:
             state = "loading"
         elif total and ready == 0:
             state = "error"
         else:
             state = "ready"
+        # The timeline is indexed after the views are served; it has its own progress.
+        traced = [s for s in states if s.trace_state in ("ready", "error") or s.state == "error"]
         return {"name": run, "state": state,
-                "progress": (len(done) / total) if total else 1.0, "errors": errors}
+                "progress": (len(done) / total) if total else 1.0, "errors": errors,
+                "trace_state": "loading" if len(traced) < total else "ready",
+                "trace_progress": (len(traced) / total) if total else 1.0}
 
     def profile_for(self, st: SpanState) -> Profile | None:
         if st.state != "ready":

@@ -77,7 +77,9 @@ class TensorBoard:
         data = {}
         while time.time() < deadline:
             data = get_json(f"{self.api}/runs")
-            if data.get("scanned") and all(r["state"] != "loading" for r in data["runs"]):
+            if data.get("scanned") and all(r["state"] != "loading" and
+                                           r.get("trace_state") != "loading"
+                                           for r in data["runs"]):
                 return data
             time.sleep(0.3)
         raise RuntimeError(f"runs still loading after {timeout}s: {data}")

@@ -120,3 +120,18 @@ def complete(profile: Profile) -> None:
                 profile.set(table, df, keep_extra=True)
     profile.meta["steps_known"] = [int(s) for s in profile.table("steps")["step"].tolist()] \
         if profile.has("steps") else [int(s) for s in windows["step"].tolist()]
+
+
+def complete_trace(profile: Profile) -> None:
+    """Second load stage (after the views are served): the timeline index.
+
+    Runs in a reader process on the cached entry once the trace tables are there (read in
+    the first stage, or now for producers whose views did not need the trace).
+    """
+    windows = step_windows(profile)
+    if len(windows) and profile.has("steps"):
+        steps = profile.table("steps")
+        if ((steps["start_ns"] == 0) & (steps["end_ns"] == 0)).any():
+            complete(profile)  # fills the windows the first stage could not know
+    from . import trace_index
+    trace_index.build(profile, step_windows(profile))

@@ -91,6 +91,7 @@ def _resolve(loader: Loader, args, prefix: str = ""):
 
 
 def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
+    """The profile named by the request (`prefix` for compare's base_/exp_ parameters)."""
     run, worker, span = _resolve(loader, args, prefix)
     st = loader.span_state(run.name, worker.name, span)
     if st is None or st.state in ("pending", "loading"):

@@ -61,9 +61,22 @@ READERS = {
 }
 
 
-def read(span: SpanSource, work_dir: str | None = None):
-    """Dispatch to the producer's reader."""
+# Producers whose views can be read without the trace (their CSVs carry everything).
+STAGED = {"torch_npu", "mindspore"}
+
+
+def read(span: SpanSource, work_dir: str | None = None, stage: str = "all"):
+    """Dispatch to the producer's reader.
+
+    stage: "all" reads everything; "views" may leave the trace for later (the reader sets
+    meta["trace_deferred"]) so the views are ready sooner; "trace" reads only the trace.
+    """
     import importlib
 
     module, func = READERS[span.producer]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), func)(span, work_dir)
+    fn = getattr(importlib.import_module(f"{__name__}.{module}"), func)
+    if span.producer in STAGED:
+        return fn(span, work_dir, stage=stage)
+    if stage == "trace":
+        return None  # read whole in the first stage
+    return fn(span, work_dir)

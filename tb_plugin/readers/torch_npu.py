@@ -167,14 +167,21 @@ _NPU_LABEL = re.compile(r"NPU\s*:?\s*(\d+)")
 
 # --------------------------------------------------------------------------- entry points
 
-def read(span: SpanSource, work_dir: str | None = None) -> Profile:
-    """Read a torch_npu `*_ascend_pt` span directory."""
-    return _read(span, work_dir, _DIALECTS["torch_npu"])
+def read(span: SpanSource, work_dir: str | None = None, stage: str = "all") -> Profile:
+    """Read a torch_npu `*_ascend_pt` span directory (`stage`: see `readers.read`)."""
+    return _read(span, work_dir, _DIALECTS["torch_npu"], stage)
 
 
-def read_mindspore(span: SpanSource, work_dir: str | None = None) -> Profile:
-    """Read a MindSpore 2.x `*_ascend_ms` span directory."""
-    return _read(span, work_dir, _DIALECTS["mindspore"])
+def read_mindspore(span: SpanSource, work_dir: str | None = None,
+                   stage: str = "all") -> Profile:
+    """Read a MindSpore 2.x `*_ascend_ms` span directory (`stage`: see `readers.read`)."""
+    return _read(span, work_dir, _DIALECTS["mindspore"], stage)
+
+
+def _trace_deferrable(ctx: "_Ctx") -> bool:
+    """The views need nothing from the trace when the CSVs carry steps and kernels/ops."""
+    return ctx.path("step_trace_time.csv") is not None and (
+        ctx.path("kernel_details.csv") is not None or ctx.path("operator_details.csv") is not None)
 
 
 class _Ctx:
@@ -212,7 +219,8 @@ class _Ctx:
         return df
 
 
-def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect) -> Profile:
+def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
+          stage: str = "all") -> Profile:
     ctx = _Ctx(span, work_dir, dialect)
     p = ctx.profile
     if span.rank is not None:
@@ -224,14 +232,20 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect) -> Profile:
         _read_memory_records, _read_memory_allocations, _read_module_memory,
         _read_communication, _read_communication_matrix,
     ]
+    if stage == "trace":
+        steps = [_read_trace]
+    elif stage == "views" and _trace_deferrable(ctx):
+        steps.remove(_read_trace)
+        p.meta["trace_deferred"] = True
     for fn in steps:
         try:
             fn(ctx)
         except Exception as exc:  # a bug or an unforeseen layout must not stop the span
             ctx.error(ctx.out, f"{fn.__name__[6:]}: unexpected error while reading: "
                       f"{type(exc).__name__}: {exc}")
-    _check_any_data(ctx)
-    _finish_meta(ctx)
+    if stage != "trace":
+        _check_any_data(ctx)
+        _finish_meta(ctx)
     return p
 
 
