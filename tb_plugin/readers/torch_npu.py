@@ -738,7 +738,7 @@ def _read_communication(ctx: _Ctx) -> None:
                 "name": name,
                 "group": group,
                 "kind": kind or _op_kind(name),
-                "start_ns": _us_float_ns(t.get("Start Timestamp(us)")),
+                "start_us": t.get("Start Timestamp(us)"),
                 "transit_size_mb": _transit_size(bw),
             }
             for col, k in _COMM_TIME_KEYS.items():
@@ -748,14 +748,10 @@ def _read_communication(ctx: _Ctx) -> None:
         return
     out = pd.DataFrame(rows)
     out["step"] = out["step"].astype("Int64")
+    # One vectorized parse: exact for decimal text, floats keep what they have.
+    starts = out.pop("start_us")
+    out["start_ns"] = us_text_to_ns([None if v is None else str(v) for v in starts])
     ctx.profile.set("communication_ops", out)
-
-
-def _us_float_ns(v) -> int:
-    if v is None:
-        return 0
-    ns = us_text_to_ns([str(v)])  # exact for decimal text; floats keep what they have
-    return int(ns[0])
 
 
 def _transit_size(bw: dict) -> float:
