@@ -59,7 +59,7 @@ HEATMAP_MAX_ROWS = 64
 _COMM_KERNEL = re.compile(r"nccl|gloo|hccl|allreduce|allgather|reducescatter|broadcast|all2all"
                           r"|alltoall", re.I)
 _NCCL_TYPE = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
-_HCOM_TYPE = re.compile(r"^(?:hcom_)?([A-Za-z][A-Za-z0-9]*?)(?:__?\d+(?:_\d+)*)?$")
+_HCOM_TYPE = re.compile(r"^(?:hcom_)?([A-Za-z][A-Za-z0-9]*?)(?:_+\d*(?:_\d+)*)?$")
 
 
 def op_type(name: str) -> str:
