@@ -303,7 +303,7 @@ class TraceIndex:
         out["flows"] = self.links(i)
         return out
 
-    def links(self, i: int, hops: int = 2, limit: int = 50) -> list[dict]:
+    def links(self, i: int, hops: int = 2, limit: int = 50, nested: bool = True) -> list[dict]:
         """Slices linked to `i` through flows: out-going then in-coming, following each
         direction up to `hops` steps (host op -> launch -> kernel)."""
         out = []
@@ -331,6 +331,22 @@ class TraceIndex:
                         out.append(d)
                         nxt.append(other)
                 frontier = nxt
+        if not out and nested:  # a slice without flows of its own: those of the slices nested in it
+            t, d = int(self.track[i]), int(self.depth[i])
+            s, e = int(self.start[i]), int(self.start[i] + self.dur[i])
+            kids: list[int] = []
+            for dd in range(d + 1, d + 6):
+                for _, a, b in self._ranges((t, dd), s, e + 1):
+                    kids.extend(j for j in range(a, min(b, a + 64))
+                                if self.start[j] >= s and self.start[j] + self.dur[j] <= e)
+                if len(kids) > 64:
+                    break
+            for j in kids[:64]:
+                for link in self.links(j, hops, limit, nested=False) if j != i else []:
+                    if link["id"] not in seen and len(out) < limit:
+                        seen.add(link["id"])
+                        link["via"] = int(j)
+                        out.append(link)
         return out
 
     def _dst_range(self, j: int) -> tuple[int, int]:
