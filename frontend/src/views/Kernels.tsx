@@ -1,6 +1,7 @@
 import { useMemo } from 'react';
 import { api, csvUrl, profileParams, type KernelRow } from '../api';
 import type { ViewProps } from '../App';
+import { traceHash } from '../timeline/link';
 import { pieOption, topNWithOther } from '../charts';
 import { Chart } from '../components/Chart';
 import { DataTable, type Column } from '../components/DataTable';
@@ -128,6 +129,7 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
           onStateChange={(s) => setFilters(tableStatePatch(ns, s))}
           csvHref={(q) => csvUrl('kernels', { ...params, sort: q.sort, search: q.search })}
           csvName="kernels.csv"
+          onRowClick={groupBy === 'name' ? (r) => { if (r.name) window.location.hash = traceHash(profile, { q: r.name }); } : undefined}
           searchPlaceholder={`Search ${keyLabel.toLowerCase()}…`}
           toolbar={
             <div className="segmented" role="radiogroup" aria-label="Group by">
