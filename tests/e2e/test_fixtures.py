@@ -247,6 +247,7 @@ def test_live_discovery_empty_logdir_symlink_loop_and_cache_reuse(tmp_path):
         # A run copied in while TensorBoard runs appears without a restart.
         shutil.copytree(LEVEL1, str(logdir / "late_run"))
         assert _wait(lambda: any(r["name"] == "late_run" and r["state"] == "ready"
+                                 and r["trace_state"] == "ready"
                                  for r in get_json(f"{tb1.api}/runs")["runs"]), 90)
         span = sorted(q(tb1, "run", run="late_run")["workers"][0]["spans"])[0]
         first = q(tb1, "kernels", run="late_run", span=span, group_by="core")
