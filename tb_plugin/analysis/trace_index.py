@@ -243,22 +243,28 @@ def _bind_flows(flows: pd.DataFrame, track, start, end, depth, inv) -> pd.DataFr
             pending = pending[~stop]
             c[pending] -= 1
     bound = np.where(bound >= 0, inv[np.clip(bound, 0, None)], -1)
-    phase = flows["phase"].astype(str).to_numpy()
-    order_phase = np.where(phase == "s", 0, np.where(phase == "t", 1, 2))
-    fid = flows["flow_id"].astype(str).to_numpy()
-    fcat = flows["cat"].astype(str).to_numpy()
-    key = pd.Categorical(np.char.add(np.char.add(fcat.astype(str), "\x00"), fid.astype(str))
-                         if len(fid) else []).codes.astype(np.int64)
+    # Memory-lean pairing key (flows reach millions of rows): codes, never string arrays.
+    phase = flows["phase"]
+    order_phase = np.where((phase == "s").to_numpy(), 0,
+                           np.where((phase == "t").to_numpy(), 1, 2)).astype(np.int8)
+    fid_codes, _ = pd.factorize(flows["flow_id"])
+    cat_codes, cat_uni = pd.factorize(flows["cat"])
+    key = fid_codes.astype(np.int64) * (len(cat_uni) + 1) + cat_codes.astype(np.int64)
+    del fid_codes, cat_codes
     o = np.lexsort((order_phase, f_ts, key))
     k, b = key[o], bound[o]
     same = k[1:] == k[:-1]
     src, dst = b[:-1][same], b[1:][same]
-    names = flows["name"].astype(str).to_numpy()[o][:-1][same]
+    fname = flows["name"]
+    if not isinstance(fname.dtype, pd.CategoricalDtype):
+        fname = fname.astype("category")
+    name_codes = fname.cat.codes.to_numpy()[o][:-1][same]
     keep = (src >= 0) & (dst >= 0) & (src != dst)
-    src, dst, names = src[keep], dst[keep], names[keep]
+    src, dst, name_codes = src[keep], dst[keep], name_codes[keep]
     so = np.argsort(src, kind="stable")
-    src, dst, names = src[so], dst[so], names[so]
-    return pd.DataFrame({"src": src, "dst": dst, "name": pd.Categorical(names),
+    src, dst, name_codes = src[so], dst[so], name_codes[so]
+    names = pd.Categorical.from_codes(np.maximum(name_codes, -1), categories=fname.cat.categories)
+    return pd.DataFrame({"src": src, "dst": dst, "name": names,
                          "dst_order": np.argsort(dst, kind="stable").astype(np.int64)})
 
 
