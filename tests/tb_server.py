@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,6 +84,19 @@ class TensorBoard:
                 return data
             time.sleep(0.3)
         raise RuntimeError(f"runs still loading after {timeout}s: {data}")
+
+    def get(self, route: str, **params):
+        """JSON of a plugin route (raises urllib.error.HTTPError on an error status)."""
+        return get_json(f"{self.api}/{route}?{urllib.parse.urlencode(params)}")
+
+    def status(self, route: str, **params) -> tuple[int, dict]:
+        """(HTTP status, JSON body) of a plugin route, errors included."""
+        try:
+            with urllib.request.urlopen(f"{self.api}/{route}?{urllib.parse.urlencode(params)}",
+                                        timeout=60) as r:
+                return r.status, json.loads(r.read().decode())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read().decode())
 
     def log(self) -> str:
         try:

@@ -6,7 +6,6 @@ import glob
 import gzip
 import os
 import shutil
-import urllib.parse
 
 import pytest
 
@@ -91,28 +90,25 @@ def run_errors(tb, name):
     return runs[name], {e["path"].split("/")[-1]: e["message"] for e in runs[name]["errors"]}
 
 
-def q(tb, route, **params):
-    return get_json(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}")
-
 
 def test_truncated_gzip_trace(tb):
     run, errs = run_errors(tb, "gz_truncated")
     assert run["state"] == "ready"
     assert "truncated" in errs["trace_view.json.gz"]
-    assert q(tb, "kernels", run="gz_truncated")["total_rows"] > 0
+    assert tb.get("kernels", run="gz_truncated")["total_rows"] > 0
 
 
 def test_invalid_json_in_the_middle(tb):
     run, errs = run_errors(tb, "json_invalid")
     assert "trace_view.json" in errs
     assert run["state"] == "ready"
-    assert q(tb, "steps", run="json_invalid")["steps"]
+    assert tb.get("steps", run="json_invalid")["steps"]
 
 
 def test_na_everywhere_does_not_break_the_kernel_view(tb):
     run, errs = run_errors(tb, "na_everywhere")
     assert run["state"] == "ready"
-    data = q(tb, "kernels", run="na_everywhere", group_by="name")
+    data = tb.get("kernels", run="na_everywhere", group_by="name")
     assert all(r["total_us"] in (0, None) for r in data["rows"])
 
 
@@ -120,13 +116,13 @@ def test_unreadable_file(tb):
     run, errs = run_errors(tb, "unreadable")
     assert "operator_details.csv" in errs
     assert "cannot read" in errs["operator_details.csv"] or "No such file" in errs["operator_details.csv"]
-    assert q(tb, "kernels", run="unreadable")["total_rows"] > 0
+    assert tb.get("kernels", run="unreadable")["total_rows"] > 0
 
 
 def test_huge_files_are_refused_with_a_reason(tb):
     run, errs = run_errors(tb, "huge")
     assert "kernel_details.csv" in errs and "limit" in errs["kernel_details.csv"]
-    assert q(tb, "steps", run="huge")["steps"]
+    assert tb.get("steps", run="huge")["steps"]
 
 
 def test_empty_output_dir(tb):
@@ -139,9 +135,9 @@ def test_non_json_kineto_file_next_to_a_good_one(tb):
     run, errs = run_errors(tb, "kineto_mixed")
     assert run["state"] == "ready"
     assert "bad.2.pt.trace.json" in errs
-    info = q(tb, "run", run="kineto_mixed")
+    info = tb.get("run", run="kineto_mixed")
     assert {w["name"] for w in info["workers"]} == {"good", "bad"}
-    assert q(tb, "kernels", run="kineto_mixed", worker="good")["total_rows"] > 0
+    assert tb.get("kernels", run="kineto_mixed", worker="good")["total_rows"] > 0
 
 
 def test_server_still_serves_after_everything(tb):

@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from tests.tb_server import FIXTURES, REAL_DATA, TensorBoard, get_json
+from tests.tb_server import FIXTURES, REAL_DATA, TensorBoard
 
 pytestmark = pytest.mark.e2e
 RESNET = os.path.join(REAL_DATA, "kineto_resnet50_w0")
@@ -35,9 +35,6 @@ def tb(tmp_path_factory):
     finally:
         server.stop()
 
-
-def q(tb, route, **params):
-    return get_json(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}")
 
 
 def pair(**extra):
@@ -71,7 +68,7 @@ def step_times(span):
 def test_compare_kernels_of_two_real_spans(tb):
     bc, bt = kernel_stats(SPANS[0])
     ec, et = kernel_stats(SPANS[1])
-    res = q(tb, "compare/kernels", **pair(limit=10000))
+    res = tb.get("compare/kernels", **pair(limit=10000))
     names = set(bc) | set(ec)
     assert res["total_rows"] == len(names)
     assert res["summary"]["only_base"] == len(set(bc) - set(ec))
@@ -91,7 +88,7 @@ def test_compare_kernels_of_two_real_spans(tb):
 
 
 def test_compare_steps_of_two_real_spans(tb):
-    res = q(tb, "compare/steps", **pair())
+    res = tb.get("compare/steps", **pair())
     b, e = step_times(SPANS[0]), step_times(SPANS[1])
     assert res["base"]["step_count"] == len(b) and res["exp"]["step_count"] == len(e)
     row = res["rows"][0]
@@ -106,23 +103,23 @@ def test_compare_steps_of_two_real_spans(tb):
 
 
 def test_compare_operators_regressions_and_filters(tb):
-    res = q(tb, "compare/operators", **pair(sort="-delta_us", limit=5))
+    res = tb.get("compare/operators", **pair(sort="-delta_us", limit=5))
     deltas = [r["delta_us"] for r in res["rows"]]
     assert deltas == sorted(deltas, reverse=True)
     assert res["time_basis"] == {"base": "device_self", "exp": "device_self"}
-    one = q(tb, "compare/operators", **pair(group_by="name_shape", limit=1))
+    one = tb.get("compare/operators", **pair(group_by="name_shape", limit=1))
     assert "input_shapes" in one["rows"][0]
-    both = q(tb, "compare/operators", **pair(presence="both"))
+    both = tb.get("compare/operators", **pair(presence="both"))
     assert both["total_rows"] == both["summary"]["both"]
 
 
 def test_compare_npu_vs_gpu(tb):
-    res = q(tb, "compare/kernels", base_run="dist4", base_worker="rank0", exp_run="resnet",
+    res = tb.get("compare/kernels", base_run="dist4", base_worker="rank0", exp_run="resnet",
             exp_worker="worker0", exp_span=SPANS[0], limit=10000)
     # No kernel name is shared between an Ascend NPU and a CUDA GPU profile.
     assert res["summary"]["both"] == 0
     assert res["summary"]["only_base"] > 0 and res["summary"]["only_exp"] > 0
-    steps = q(tb, "compare/steps", base_run="dist4", base_worker="rank0", exp_run="resnet",
+    steps = tb.get("compare/steps", base_run="dist4", base_worker="rank0", exp_run="resnet",
               exp_worker="worker0", exp_span=SPANS[0])
     assert steps["base"]["device"] == "npu" and steps["exp"]["device"] == "gpu"
 
@@ -130,7 +127,7 @@ def test_compare_npu_vs_gpu(tb):
 def test_compare_parameter_errors(tb):
     def code(**params):
         try:
-            q(tb, "compare/kernels", **params)
+            tb.get("compare/kernels", **params)
             return 200
         except urllib.error.HTTPError as e:
             return e.code

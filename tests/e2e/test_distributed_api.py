@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from fixtures import generate as g
-from tests.tb_server import FIXTURES, TensorBoard, get_json
+from tests.tb_server import FIXTURES, TensorBoard
 
 pytestmark = pytest.mark.e2e
 RUN = "torch_npu_dist4"
@@ -43,13 +43,10 @@ def truth():
     return g.build_job(g.FIXTURES[RUN])
 
 
-def q(tb, route, **params):
-    return get_json(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}")
-
 
 def status(tb, route, **params):
     try:
-        q(tb, route, **params)
+        tb.get(route, **params)
         return 200
     except urllib.error.HTTPError as e:
         return e.code
@@ -64,12 +61,12 @@ def rank_dirs():
 
 
 def test_run_lists_distributed_view(tb):
-    assert "distributed" in q(tb, "run", run=RUN)["views"]
-    assert "distributed" not in q(tb, "run", run="torch_npu_level1")["views"]
+    assert "distributed" in tb.get("run", run=RUN)["views"]
+    assert "distributed" not in tb.get("run", run="torch_npu_level1")["views"]
 
 
 def test_findings_name_the_planted_straggler_and_slow_link(tb, truth):
-    d = q(tb, "distributed", run=RUN)
+    d = tb.get("distributed", run=RUN)
     kinds = {f["kind"]: f for f in d["findings"]}
     assert kinds["straggler"]["rank"] == truth.straggler_rank == 2
     assert [f["rank"] for f in d["findings"] if f["kind"] == "straggler"] == [2]
@@ -87,7 +84,7 @@ def test_findings_name_the_planted_straggler_and_slow_link(tb, truth):
 
 
 def test_rank_steps_match_step_trace_time(tb):
-    d = q(tb, "distributed", run=RUN)
+    d = tb.get("distributed", run=RUN)
     assert d["total_ranks"] == 4 and [r["rank"] for r in d["ranks"]] == [0, 1, 2, 3]
     for rank, out_dir in rank_dirs().items():
         with open(os.path.join(out_dir, "step_trace_time.csv"), encoding="utf-8-sig") as fh:
@@ -118,19 +115,19 @@ def _comm_file_totals(path):
 
 
 def test_comm_ops_per_rank_match_communication_json(tb):
-    rows = q(tb, "distributed/comm_ops", run=RUN, group_by="rank")["rows"]
+    rows = tb.get("distributed/comm_ops", run=RUN, group_by="rank")["rows"]
     for rank, out_dir in rank_dirs().items():
         calls, elapse_us, wait_us = _comm_file_totals(os.path.join(out_dir, "communication.json"))
         mine = [r for r in rows if r["rank"] == rank]
         assert sum(r["calls"] for r in mine) == calls
         assert sum(r["total_us"] for r in mine) == pytest.approx(elapse_us)
         assert sum(r["wait_us"] for r in mine) == pytest.approx(wait_us)
-    agg = q(tb, "distributed/comm_ops", run=RUN)["rows"]
+    agg = tb.get("distributed/comm_ops", run=RUN)["rows"]
     assert agg[0]["name"] == "allReduce" and agg[0]["ranks"] == 4
 
 
 def test_links_match_communication_matrix(tb):
-    links = q(tb, "distributed/links", run=RUN)
+    links = tb.get("distributed/links", run=RUN)
     expected = {}
     for rank, out_dir in rank_dirs().items():
         with open(os.path.join(out_dir, "communication_matrix.json"), encoding="utf-8") as fh:
@@ -155,9 +152,9 @@ def test_links_match_communication_matrix(tb):
 
 
 def test_paging_sorting_and_errors(tb):
-    d = q(tb, "distributed", run=RUN, rank_sort="-avg_computing_us", rank_limit=1)
+    d = tb.get("distributed", run=RUN, rank_sort="-avg_computing_us", rank_limit=1)
     assert [r["rank"] for r in d["ranks"]] == [2] and d["total_ranks"] == 4
-    d = q(tb, "distributed", run=RUN, rank_offset=3, rank_limit=10)
+    d = tb.get("distributed", run=RUN, rank_offset=3, rank_limit=10)
     assert [r["rank"] for r in d["ranks"]] == [3]
     assert d["heatmap"]["rows"][2]["label"] == "rank 2"
     med = statistics.median(r["avg_total_us"] for r in d["slowest"])

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import csv
 import glob
-import json
 import os
 import shutil
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import pytest
 
@@ -34,17 +30,6 @@ def tb():
         server.stop()
 
 
-def q(tb, route, **params):
-    return get_json(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}")
-
-
-def status_of(tb, route, **params):
-    try:
-        with urllib.request.urlopen(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}",
-                                    timeout=60) as r:
-            return r.status, json.loads(r.read().decode())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read().decode())
 
 
 def read_csv(path):
@@ -60,7 +45,7 @@ def level1_span():
 
 
 def test_every_fixture_run_loads_with_its_producer(tb):
-    runs = {r["name"]: r for r in q(tb, "runs")["runs"]}
+    runs = {r["name"]: r for r in tb.get("runs")["runs"]}
     expected = {"torch_npu_level1": "torch_npu", "torch_npu_dist4": "torch_npu",
                 "torch_npu_legacy_2023": "torch_npu", "mindspore_2x": "mindspore",
                 "msprof_paddle": "msprof", "msprof_cann63": "msprof", "kineto_gpu": "kineto",
@@ -68,7 +53,7 @@ def test_every_fixture_run_loads_with_its_producer(tb):
     assert set(expected) <= set(runs)
     for name, producer in expected.items():
         assert runs[name]["state"] == "ready", (name, runs[name])
-        info = q(tb, "run", run=name)
+        info = tb.get("run", run=name)
         assert {w["producer"] for w in info["workers"]} == {producer}
         assert info["views"], name
     # No errors on healthy runs.
@@ -78,8 +63,8 @@ def test_every_fixture_run_loads_with_its_producer(tb):
 
 
 def test_every_route_answers_on_every_profile(tb):
-    for r in q(tb, "runs")["runs"]:
-        info = q(tb, "run", run=r["name"])
+    for r in tb.get("runs")["runs"]:
+        info = tb.get("run", run=r["name"])
         for w in info["workers"]:
             for span in w["spans"]:
                 p = dict(run=r["name"], worker=w["name"], span=span)
@@ -90,12 +75,12 @@ def test_every_route_answers_on_every_profile(tb):
                                      ("operators", {"group_by": "name"}),
                                      ("operators", {"group_by": "name_shape"}),
                                      ("memory", {}), ("memory/allocations", {})]:
-                    code, body = status_of(tb, route, **p, **extra)
+                    code, body = tb.status(route, **p, **extra)
                     assert code == 200, (route, p, body)
 
 
 def test_dist4_workers_are_ranks(tb):
-    info = q(tb, "run", run="torch_npu_dist4")
+    info = tb.get("run", run="torch_npu_dist4")
     assert [w["rank"] for w in info["workers"]] == [0, 1, 2, 3]
     assert [w["name"] for w in info["workers"]] == ["rank0", "rank1", "rank2", "rank3"]
     assert all(w["device"] == "npu" for w in info["workers"])
@@ -107,9 +92,9 @@ def test_npu_kernels_match_kernel_details(tb):
     by_core: dict[str, list[float]] = {}
     for r in rows:
         by_core.setdefault(r["Accelerator Core"], []).append(float(r["Duration(us)"]))
-    info = q(tb, "run", run="torch_npu_level1")
+    info = tb.get("run", run="torch_npu_level1")
     worker = info["workers"][0]["name"]
-    data = q(tb, "kernels", run="torch_npu_level1", worker=worker, span=span, group_by="core")
+    data = tb.get("kernels", run="torch_npu_level1", worker=worker, span=span, group_by="core")
     got = {r["core"]: r for r in data["rows"]}
     assert set(got) == set(by_core)
     for core, durs in by_core.items():
@@ -120,7 +105,7 @@ def test_npu_kernels_match_kernel_details(tb):
     # Step filter keeps exactly that step's rows.
     step_ids = sorted({int(r["Step Id"]) for r in rows if r.get("Step Id")})
     s0 = step_ids[0]
-    data = q(tb, "kernels", run="torch_npu_level1", worker=worker, span=span, group_by="core",
+    data = tb.get("kernels", run="torch_npu_level1", worker=worker, span=span, group_by="core",
              step=s0)
     assert sum(r["calls"] for r in data["rows"]) == sum(1 for r in rows if r.get("Step Id") == str(s0))
 
@@ -128,8 +113,8 @@ def test_npu_kernels_match_kernel_details(tb):
 def test_npu_steps_match_step_trace_time(tb):
     span_dir, span = level1_span()
     rows = read_csv(os.path.join(span_dir, "ASCEND_PROFILER_OUTPUT", "step_trace_time.csv"))
-    info = q(tb, "run", run="torch_npu_level1")
-    data = q(tb, "steps", run="torch_npu_level1", worker=info["workers"][0]["name"], span=span)
+    info = tb.get("run", run="torch_npu_level1")
+    data = tb.get("steps", run="torch_npu_level1", worker=info["workers"][0]["name"], span=span)
     assert data["categories"][:4] == ["computing", "communication_not_overlapped",
                                       "overlapped", "free"]
     got = {s["step"]: s for s in data["steps"]}
@@ -155,8 +140,8 @@ def test_operators_match_operator_details(tb):
         calls[r["Name"]] = calls.get(r["Name"], 0) + 1
         dev_self[r["Name"]] = dev_self.get(r["Name"], 0.0) + float(r["Device Self Duration(us)"])
         host_total[r["Name"]] = host_total.get(r["Name"], 0.0) + float(r["Host Total Duration(us)"])
-    info = q(tb, "run", run="torch_npu_level1")
-    data = q(tb, "operators", run="torch_npu_level1", worker=info["workers"][0]["name"],
+    info = tb.get("run", run="torch_npu_level1")
+    data = tb.get("operators", run="torch_npu_level1", worker=info["workers"][0]["name"],
              span=span, limit=10000)
     got = {r["name"]: r for r in data["rows"]}
     assert set(got) == set(calls)
@@ -169,7 +154,7 @@ def test_operators_match_operator_details(tb):
     assert values == sorted(values, reverse=True)
     # Search is a case-insensitive substring of the name.
     needle = data["rows"][0]["name"][-4:].upper()
-    found = q(tb, "operators", run="torch_npu_level1", worker=info["workers"][0]["name"],
+    found = tb.get("operators", run="torch_npu_level1", worker=info["workers"][0]["name"],
               span=span, search=needle, limit=10000)
     assert found["total_rows"] == sum(1 for n in calls if needle.lower() in n.lower())
 
@@ -181,19 +166,19 @@ def test_memory_peaks_match_memory_record(tb):
     assert total
     peak_alloc = max(float(r["Total Allocated(MB)"]) for r in total)
     peak_res = max(float(r["Total Reserved(MB)"]) for r in total)
-    info = q(tb, "run", run="torch_npu_level1")
-    data = q(tb, "memory", run="torch_npu_level1", worker=info["workers"][0]["name"], span=span)
+    info = tb.get("run", run="torch_npu_level1")
+    data = tb.get("memory", run="torch_npu_level1", worker=info["workers"][0]["name"], span=span)
     dev = data["devices"][0]
     assert dev["peak_allocated_mb"] == pytest.approx(peak_alloc, rel=1e-6)
     assert dev["peak_reserved_mb"] == pytest.approx(peak_res, rel=1e-6)
     comps = {c["component"] for c in data["curves"]}
     assert {"PTA", "PTA+GE"} <= comps
     # Allocations: a window keeps only blocks alive in it.
-    allocs = q(tb, "memory/allocations", run="torch_npu_level1",
+    allocs = tb.get("memory/allocations", run="torch_npu_level1",
                worker=info["workers"][0]["name"], span=span, limit=10000)
     assert allocs["total_rows"] > 0
     a = allocs["rows"][len(allocs["rows"]) // 2]
-    win = q(tb, "memory/allocations", run="torch_npu_level1", worker=info["workers"][0]["name"],
+    win = tb.get("memory/allocations", run="torch_npu_level1", worker=info["workers"][0]["name"],
             span=span, start_us=a["alloc_us"], end_us=a["alloc_us"], limit=10000)
     assert 0 < win["total_rows"] <= allocs["total_rows"]
     for r in win["rows"]:
@@ -202,7 +187,7 @@ def test_memory_peaks_match_memory_record(tb):
 
 
 def test_bad_input_names_every_broken_file_and_keeps_the_rest(tb):
-    run = {r["name"]: r for r in q(tb, "runs")["runs"]}["bad_input"]
+    run = {r["name"]: r for r in tb.get("runs")["runs"]}["bad_input"]
     assert run["state"] == "ready"
     paths = {e["path"] for e in run["errors"]}
     # The broken span is the later one (fixtures/bad_input/README.md).
@@ -216,12 +201,12 @@ def test_bad_input_names_every_broken_file_and_keeps_the_rest(tb):
     assert "empty" in messages[bad + "operator_details.csv"]
     assert "truncated" in messages[bad + "trace_view.json"].lower()
     # The healthy span is untouched, and the broken span still serves what it could read.
-    info = q(tb, "run", run="bad_input")
+    info = tb.get("run", run="bad_input")
     w = info["workers"][0]
     for span in w["spans"]:
-        code, body = status_of(tb, "steps", run="bad_input", worker=w["name"], span=span)
+        code, body = tb.status("steps", run="bad_input", worker=w["name"], span=span)
         assert code == 200 and body["steps"], span
-    code, mem = status_of(tb, "memory", run="bad_input", worker=w["name"], span=w["spans"][-1])
+    code, mem = tb.status("memory", run="bad_input", worker=w["name"], span=w["spans"][-1])
     assert code == 200 and mem["devices"]
 
 
@@ -249,8 +234,8 @@ def test_live_discovery_empty_logdir_symlink_loop_and_cache_reuse(tmp_path):
         assert _wait(lambda: any(r["name"] == "late_run" and r["state"] == "ready"
                                  and r["trace_state"] == "ready"
                                  for r in get_json(f"{tb1.api}/runs")["runs"]), 90)
-        span = sorted(q(tb1, "run", run="late_run")["workers"][0]["spans"])[0]
-        first = q(tb1, "kernels", run="late_run", span=span, group_by="core")
+        span = sorted(tb1.get("run", run="late_run")["workers"][0]["spans"])[0]
+        first = tb1.get("kernels", run="late_run", span=span, group_by="core")
     finally:
         tb1.stop()
     entries = sorted(glob.glob(str(cache / "v*" / "*" / "*" / "meta.json")))
@@ -259,7 +244,7 @@ def test_live_discovery_empty_logdir_symlink_loop_and_cache_reuse(tmp_path):
     tb2 = TensorBoard(str(logdir), cache_dir=str(cache)).start()
     try:
         tb2.wait_loaded(60)
-        again = q(tb2, "kernels", run="late_run", span=span, group_by="core")
+        again = tb2.get("kernels", run="late_run", span=span, group_by="core")
         assert again == first
     finally:
         tb2.stop()

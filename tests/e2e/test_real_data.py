@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from tests.tb_server import REAL_DATA, TensorBoard, get_json
+from tests.tb_server import REAL_DATA, TensorBoard
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(not os.path.isdir(REAL_DATA), reason="shared real data missing")]
@@ -32,16 +32,6 @@ def tb():
         server.stop()
 
 
-def q(tb, route, **params):
-    return get_json(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}")
-
-
-def status_of(tb, route, **params):
-    try:
-        urllib.request.urlopen(f"{tb.api}/{route}?{urllib.parse.urlencode(params)}", timeout=30)
-        return 200, None
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read().decode())
 
 
 def _resnet_events():
@@ -50,7 +40,7 @@ def _resnet_events():
 
 
 def test_every_real_run_is_discovered_and_loads(tb):
-    runs = {r["name"]: r for r in q(tb, "runs")["runs"]}
+    runs = {r["name"]: r for r in tb.get("runs")["runs"]}
     assert {"kineto_resnet50_w0", "hta_alexnet", "hta_cpu_only",
             "mindinsight_msprof_cann63"} <= set(runs)
     for name, r in runs.items():
@@ -59,8 +49,8 @@ def test_every_real_run_is_discovered_and_loads(tb):
 
 
 def test_every_route_answers_for_every_profile(tb):
-    for r in q(tb, "runs")["runs"]:
-        info = q(tb, "run", run=r["name"])
+    for r in tb.get("runs")["runs"]:
+        info = tb.get("run", run=r["name"])
         for w in info["workers"]:
             for span in w["spans"]:
                 p = dict(run=r["name"], worker=w["name"], span=span)
@@ -68,7 +58,7 @@ def test_every_route_answers_for_every_profile(tb):
                                      ("kernels", {"group_by": "core"}), ("operators", {}),
                                      ("operators", {"group_by": "name_shape"}), ("memory", {}),
                                      ("memory/allocations", {})]:
-                    code, body = status_of(tb, route, **p, **extra)
+                    code, body = tb.status(route, **p, **extra)
                     assert code == 200, (route, p, body)
 
 
@@ -77,7 +67,7 @@ def test_kineto_kernel_totals_match_the_raw_trace(tb):
     kernels = [e for e in evs if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel"]
     expected_total = sum(float(e["dur"]) for e in kernels)
     names = {e["name"] for e in kernels}
-    data = q(tb, "kernels", run="kineto_resnet50_w0", worker="worker0", span="1623143089861",
+    data = tb.get("kernels", run="kineto_resnet50_w0", worker="worker0", span="1623143089861",
              group_by="name", limit=10000)
     assert data["total_rows"] == len(names)
     assert sum(r["calls"] for r in data["rows"]) == len(kernels)
@@ -122,7 +112,7 @@ def test_kineto_steps_match_profiler_step_events(tb):
         end = max(e, dev_end.get(n, e))
         expected[n] = end - start
         prev_end = end
-    data = q(tb, "steps", run="kineto_resnet50_w0", worker="worker0", span="1623143089861")
+    data = tb.get("steps", run="kineto_resnet50_w0", worker="worker0", span="1623143089861")
     got = {s["step"]: s for s in data["steps"]}
     steps = [n for n, _, _ in windows]
     last = steps[-1]
@@ -154,34 +144,34 @@ def test_msprof_cann63_tasks_become_kernels(tb):
             count += sum(1 for e in evs if e.get("ph") == "X" and e.get("pid") in pids
                          and (e.get("pid"), e.get("tid")) not in markers)
     assert count > 0
-    info = q(tb, "run", run="mindinsight_msprof_cann63")
+    info = tb.get("run", run="mindinsight_msprof_cann63")
     w = info["workers"][0]
     assert w["producer"] == "msprof" and w["device"] == "npu"
-    data = q(tb, "kernels", run="mindinsight_msprof_cann63", worker=w["name"], span=w["spans"][0],
+    data = tb.get("kernels", run="mindinsight_msprof_cann63", worker=w["name"], span=w["spans"][0],
              group_by="name", limit=10000)
     assert sum(r["calls"] for r in data["rows"]) == count
 
 
 def test_unknown_names_are_404_and_bad_parameters_400(tb):
-    assert status_of(tb, "run", run="no-such-run")[0] == 404
-    assert status_of(tb, "kernels", run="kineto_resnet50_w0", worker="nobody")[0] == 404
-    code, body = status_of(tb, "kernels", run="kineto_resnet50_w0", worker="worker0",
+    assert tb.status("run", run="no-such-run")[0] == 404
+    assert tb.status("kernels", run="kineto_resnet50_w0", worker="nobody")[0] == 404
+    code, body = tb.status("kernels", run="kineto_resnet50_w0", worker="worker0",
                            span="1623143089861", group_by="colour")
     assert code == 400 and "group_by" in body["error"]
-    code, body = status_of(tb, "kernels", run="kineto_resnet50_w0", worker="worker0",
+    code, body = tb.status("kernels", run="kineto_resnet50_w0", worker="worker0",
                            span="1623143089861", sort="-nonexistent")
     assert code == 400
-    code, body = status_of(tb, "kernels", run="kineto_resnet50_w0", worker="worker0",
+    code, body = tb.status("kernels", run="kineto_resnet50_w0", worker="worker0",
                            span="1623143089861", limit="-5")
     assert code == 400
     # Two spans: span is required.
-    code, body = status_of(tb, "steps", run="kineto_resnet50_w0", worker="worker0")
+    code, body = tb.status("steps", run="kineto_resnet50_w0", worker="worker0")
     assert code == 400 and "span" in body["error"]
 
 
 def test_csv_export_matches_json(tb):
     p = dict(run="kineto_resnet50_w0", worker="worker0", span="1623143089861", group_by="name")
-    rows = q(tb, "kernels", **p, limit=10000)["rows"]
+    rows = tb.get("kernels", **p, limit=10000)["rows"]
     with urllib.request.urlopen(f"{tb.api}/kernels?{urllib.parse.urlencode(dict(p, format='csv'))}") as r:
         assert r.headers["Content-Type"].startswith("text/csv")
         text = r.read().decode("utf-8")
