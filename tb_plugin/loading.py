@@ -111,6 +111,12 @@ def _give_memory_back(collect: bool = True) -> None:
     if collect:
         gc.collect()
     try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks
+    except (ImportError, AttributeError):
+        pass
+    try:
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)

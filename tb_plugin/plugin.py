@@ -20,8 +20,9 @@ STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
 # Route -> handler(request, loader), one table per http module. Documented in
 # docs/http_api.md.
-ROUTES = {**api.ROUTES, **api_trace.ROUTES}
-ROUTES.update(api_distributed.ROUTES)
+ROUTES = {**api.ROUTES, **api_trace.ROUTES, **api_distributed.ROUTES}
+# Run-level views listed by `/run` after the per-profile ones.
+api.RUN_VIEWS[:] = [api_distributed.run_view]
 
 
 class NpuProfilerPlugin(base_plugin.TBPlugin):

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile
-from .kernels import is_gpu, view_rows
+from .kernels import view_rows
 
 CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
 SUMMARY_VERSION = 1

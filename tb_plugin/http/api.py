@@ -34,8 +34,8 @@ VIEW_TABLES = [
     ("trace", ("slices", "counters")),
 ]
 
-# Run-level views contributed by other modules (api_distributed adds "distributed"):
-# callables (loader, run) -> view name or None, listed by `run` after the profile views.
+# Run-level views contributed by other http modules (wired in plugin.py): callables
+# (loader, run) -> view name or None, listed by `run` after the profile views.
 RUN_VIEWS: list = []
 
 

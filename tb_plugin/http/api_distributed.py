@@ -78,12 +78,9 @@ def distributed_view_available(loader: Loader, run) -> bool:
     return False
 
 
-def _run_hook(loader: Loader, run):
+def run_view(loader: Loader, run):
+    """The run-level view this module adds to `/run` (registered in plugin.py)."""
     return "distributed" if distributed_view_available(loader, run) else None
-
-
-if _run_hook not in api.RUN_VIEWS:
-    api.RUN_VIEWS.append(_run_hook)
 
 
 def _collect(loader: Loader, args):

@@ -185,22 +185,6 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
 
 
-def _has_quoted_newline(data: bytes) -> bool:
-    """True if a line break lies inside a quoted field (torch_npu call stacks, `;\r\n`).
-
-    pyarrow parses ~4x faster without `newlines_in_values`, so enable it only when needed:
-    a newline is inside quotes iff an odd number of `"` precede it (doubled quotes count 2).
-    """
-    if b'"' not in data:
-        return False
-    arr = np.frombuffer(data, dtype=np.uint8)
-    quotes = np.flatnonzero(arr == 34)
-    newlines = np.flatnonzero(arr == 10)
-    if len(newlines) == 0:
-        return False
-    return bool((np.searchsorted(quotes, newlines) & 1).any())
-
-
 def _text_types(data: bytes) -> dict:
     """Read every column as text: inferring float64 first would lose the ns digits of
     16+3-digit µs timestamps (casting the double back to text cannot restore them)."""
