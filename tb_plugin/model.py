@@ -262,14 +262,34 @@ def write_table(path: str, df: pd.DataFrame) -> None:
     os.replace(tmp, path)
 
 
-def read_table(path: str, name: str) -> pd.DataFrame:
+def write_columns(path: str, columns: dict) -> None:
+    """Write numpy / pyarrow columns as one record batch, without a pandas copy. A table
+    written this way is read back without a copy too (`read_table`: its numeric columns
+    stay views of the memory map), which is how the trace index keeps TensorBoard small."""
+    import pyarrow as pa
+
+    arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c)
+              for c in columns.values()]
+    arrays = [pa.concat_arrays(a.chunks) if isinstance(a, pa.ChunkedArray) else a
+              for a in arrays]
+    batch = pa.record_batch(arrays, names=list(columns))
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with pa.OSFile(tmp, "wb") as sink:
+        with pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+    os.replace(tmp, path)
+
+
+def read_table(path: str) -> pd.DataFrame:
     import pyarrow as pa
 
     # The map must stay open: columns converted without a copy still point into it (it is
     # unmapped when the last buffer using it is freed).
     table = pa.ipc.open_file(pa.memory_map(path)).read_all()
-    df = table.to_pandas()
-    return conform(df, name, keep_extra=True) if name in SCHEMAS else df
+    # Tables were conformed when written and Arrow's pandas metadata restores their dtypes,
+    # so no conform here. One block per column: single-chunk numeric columns stay views of
+    # the map (no copy).
+    return table.to_pandas(split_blocks=True)
 
 
 @dataclasses.dataclass
@@ -307,7 +327,7 @@ class Profile:
             with self._lock:
                 df = self.tables.get(name)
                 if df is None:
-                    df = read_table(table_path(self.directory, name), name)
+                    df = read_table(table_path(self.directory, name))
                     self.tables[name] = df
             return df
         return empty_table(name)

@@ -92,7 +92,7 @@ def complete(profile: Profile) -> None:
         if steps is not None and len(steps):
             profile.set("steps", steps, keep_extra=True)
     elif len(windows):
-        steps = profile.table("steps")
+        steps = profile.table("steps").copy()  # cached tables are read-only memory maps
         missing = (steps["start_ns"] == 0) & (steps["end_ns"] == 0)
         if missing.any():
             w = windows.set_index("step")
