@@ -8,6 +8,7 @@ be used (or `NPU_PROFILER_INPROCESS=1`), the same work runs in a thread in-proce
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import dataclasses
 import logging
@@ -160,6 +161,8 @@ class Loader:
         # Top-level functions (pickled into reader processes), one per load stage.
         self._build = build
         self._build_trace = build_trace
+        self._trace_queue: collections.deque[SpanState] = collections.deque()
+        self._trace_running = False
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -229,9 +232,32 @@ class Loader:
             st.trace_state = "ready" if prof is not None else "error"
             return
         st.trace_state = "loading"
+        with self._lock:
+            self._trace_queue.append(st)
+        self._start_traces()
+
+    def _start_traces(self) -> None:
+        """Timelines are indexed one at a time, and only once no view is waiting: the views
+        of every run come first, and a core stays free for TensorBoard's own requests."""
+        with self._lock:
+            if self._trace_running or not self._trace_queue:
+                return
+            if any(s.state in ("pending", "loading") for s in self._spans.values()):
+                return
+            st = self._trace_queue.popleft()
+            self._trace_running = True
         st.trace_attempts += 1
         fut = self._run(self._build_trace, st, isolated=st.trace_attempts > 1)
-        fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
+        fut.add_done_callback(lambda f, st=st: self._trace_finished(st, f))
+
+    def _trace_finished(self, st: SpanState, fut) -> None:
+        try:
+            self._trace_done(st, fut)
+        finally:
+            with self._lock:
+                self._trace_running = False
+            if not self._stop.is_set():
+                self._start_traces()
 
     def _run(self, fn, st: SpanState, isolated: bool = False):
         if self._inprocess:
@@ -271,15 +297,22 @@ class Loader:
             st.state = "error"
             st.error = ("the reader process stopped unexpectedly (out of memory?) while"
                         " reading this profile")
-            return
         except Exception as exc:
             st.state = "error"
             st.error = f"could not read this profile: {exc!r}"
+        if self._stop.is_set():
             return
-        if not self._stop.is_set():
+        if st.state == "ready":
             self._submit_trace(st)
+        else:
+            self._start_traces()  # this may have been the last view being loaded
 
     def _trace_done(self, st: SpanState, fut) -> None:
+        # Reopen first: the entry now has the index tables (and maybe new errors); a request
+        # that sees "ready" must not get the profile opened before them (it would build the
+        # index again, in TensorBoard's memory).
+        with self._lock:
+            self._profiles.pop(st.key, None)
         try:
             fut.result()
             st.trace_state = "ready"
@@ -294,8 +327,12 @@ class Loader:
         except Exception as exc:
             st.trace_state = "error"
             st.trace_error = f"could not index the trace: {exc!r}"
-        with self._lock:  # reopen: the entry has new tables and errors
+
+    def reopen(self, st: SpanState) -> Profile | None:
+        """The profile read again from its cache entry (after a later load stage wrote it)."""
+        with self._lock:
             self._profiles.pop(st.key, None)
+        return self.profile_for(st)
 
     def _process_pool(self):
         with self._lock:
