@@ -70,24 +70,23 @@ def _resolve(loader: Loader, args, prefix: str = ""):
     run = loader.run(run_name)
     if run is None:
         raise ApiError(404, f"unknown run {run_name!r}")
-    worker_name = params.text(args, prefix + "worker")
-    if worker_name is None:
-        if len(run.workers) != 1:
-            raise ApiError(400, f"parameter '{prefix}worker' is required: run {run_name!r} has"
-                                f" {len(run.workers)} workers")
-        worker_name = next(iter(run.workers))
-    worker = run.workers.get(worker_name)
-    if worker is None:
-        raise ApiError(404, f"unknown worker {worker_name!r} in run {run_name!r}")
-    span_name = params.text(args, prefix + "span")
-    if span_name is None:
-        if len(worker.spans) != 1:
-            raise ApiError(400, f"parameter '{prefix}span' is required: worker {worker_name!r}"
-                                f" has {len(worker.spans)} spans")
-        span_name = next(iter(worker.spans))
-    if span_name not in worker.spans:
-        raise ApiError(404, f"unknown span {span_name!r} of worker {worker_name!r}")
+    worker_name = _member(args, prefix + "worker", run.workers, "worker", f"run {run_name!r}")
+    worker = run.workers[worker_name]
+    span_name = _member(args, prefix + "span", worker.spans, "span", f"worker {worker_name!r}")
     return run, worker, span_name
+
+
+def _member(args, param: str, members: dict, what: str, owner: str) -> str:
+    """The member named by `param`, or the only one when the parameter is left out."""
+    name = params.text(args, param)
+    if name is None:
+        if len(members) != 1:
+            raise ApiError(400, f"parameter '{param}' is required: {owner} has"
+                                f" {len(members)} {what}s")
+        return next(iter(members))
+    if name not in members:
+        raise ApiError(404, f"unknown {what} {name!r} of {owner}")
+    return name
 
 
 def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
