@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Profile, table_path, write_table
+from ..model import Profile, table_path, write_columns
 
 VERSION = 1
 BASE_SHIFT = 12          # level L buckets are 2^(BASE_SHIFT + 2L) ns wide
@@ -51,7 +51,7 @@ def level_width(level: int) -> int:
 def _codes(col) -> tuple[np.ndarray, list[str]]:
     if isinstance(col.dtype, pd.CategoricalDtype):
         cats = [str(c) for c in col.cat.categories]
-        codes = col.cat.codes.to_numpy().astype(np.int32)
+        codes = col.cat.codes.to_numpy().astype(np.int32, copy=False)
         if (codes < 0).any():
             cats.append("")
             codes = np.where(codes < 0, len(cats) - 1, codes).astype(np.int32)
@@ -81,130 +81,201 @@ def _argmax_in_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return n - np.maximum.reduceat(rev, starts)
 
 
+CHUNK_SLICES = 1 << 20   # lanes are indexed in groups of about this many slices
+
+
+def _np(col, dtype) -> np.ndarray:
+    """A column as a numpy array of `dtype`, without a copy when it already is one."""
+    return np.asarray(col.to_numpy() if hasattr(col, "to_numpy") else col).astype(dtype, copy=False)
+
+
 def build_index(slices: pd.DataFrame, flows: pd.DataFrame, counters: pd.DataFrame,
                 step_windows: list | None = None) -> tuple[dict[str, pd.DataFrame], dict]:
     """The index tables and meta for a profile's slices/flows/counters (see module doc)."""
-    n = len(slices)
-    track = slices["track_id"].to_numpy().astype(np.int32)
-    start = slices["start_ns"].to_numpy().astype(np.int64)
-    dur = np.maximum(slices["dur_ns"].to_numpy().astype(np.int64), 0)
-    depth = slices["depth"].to_numpy().astype(np.int16)
-    name, names = _codes(slices["name"])
-    cat, cats = _codes(slices["cat"])
-    args_row = slices["args_row"].to_numpy().astype(np.int64)
-    end = start + dur
-    cls = duration_class(dur)
-
-    times = [start, end] if n else []
-    if len(counters):
-        times.append(counters["ts_ns"].to_numpy().astype(np.int64))
-    if any(len(t) for t in times):
-        t_lo = int(min(t.min() for t in times if len(t)))
-        t_hi = int(max(t.max() for t in times if len(t)))
-    else:
-        t_lo = t_hi = 0
-    origin = t_lo
-
-    # Lane order: (track, depth, start) -- stable on the table's (track, start, -dur) order.
-    lane_order = np.lexsort((start, depth, track)) if n else np.zeros(0, np.int64)
-    l_track, l_depth = track[lane_order], depth[lane_order]
-    lane_starts = _group_starts(l_track, l_depth)
-    lanes = pd.DataFrame({
-        "track_id": l_track[lane_starts] if n else np.zeros(0, np.int32),
-        "depth": l_depth[lane_starts] if n else np.zeros(0, np.int16),
-        "slices": np.diff(np.r_[lane_starts, n]).astype(np.int64),
-    })
-    lane_of = np.repeat(np.arange(len(lane_starts), dtype=np.int64),
-                        np.diff(np.r_[lane_starts, n])) if n else np.zeros(0, np.int64)
-
-    # LOD summaries per level, from the lane-ordered arrays (buckets stay sorted: no sort).
-    l_start = start[lane_order]
-    l_dur = dur[lane_order]
-    l_end = l_start + l_dur
-    l_cls = cls[lane_order]
-    l_name = name[lane_order]
-    parts = []
-    span = max(t_hi - origin, 1)
-    levels = 0
-    for level in range(MAX_LEVELS):
-        if level_width(level) > 4 * span and level > 0:
-            break
-        levels = level + 1
-        m = l_cls <= level
-        if not m.any():
-            continue
-        idx = np.flatnonzero(m)
-        lane = lane_of[idx]
-        bucket = (l_start[idx] - origin) >> (BASE_SHIFT + 2 * level)
-        g = _group_starts(lane, bucket)
-        d = l_dur[idx]
-        longest = _argmax_in_groups(d, g)
-        parts.append(pd.DataFrame({
-            "gkey": lane[g] * 64 + level,
-            "bucket": bucket[g],
-            "count": np.diff(np.r_[g, len(idx)]).astype(np.int64),
-            "busy_ns": np.add.reduceat(d, g),
-            "name": l_name[idx][longest],
-            "first_ns": l_start[idx][g],
-            "last_ns": np.maximum.reduceat(l_end[idx], g),
-        }))
-    del l_start, l_dur, l_end, l_cls, l_name
-    if parts:
-        lod = pd.concat(parts, ignore_index=True)
-        order = np.lexsort((lod["bucket"].to_numpy(), lod["gkey"].to_numpy()))
-        lod = lod.take(order).reset_index(drop=True)
-    else:
-        lod = pd.DataFrame({c: np.zeros(0, np.int64) for c in
-                            ("gkey", "bucket", "count", "busy_ns", "first_ns", "last_ns")})
-        lod["name"] = np.zeros(0, np.int32)
-
-    # The main index: (track, depth, cls, start).
-    order = np.lexsort((start, cls, depth, track)) if n else np.zeros(0, np.int64)
-    s_track, s_depth, s_cls = track[order], depth[order], cls[order]
-    s_start, s_end = start[order], end[order]
-    gs = _group_starts(s_track, s_depth, s_cls)
-    counts = np.diff(np.r_[gs, n])
-    maxend = s_end.copy()
-    if n:
-        # Running max of ends within each group: offset each group above the previous one.
-        gid = np.repeat(np.arange(len(gs)), counts)
-        rel = s_end - origin
-        big = int(rel.max()) + 1 if len(rel) else 1
-        if big * (len(gs) + 1) < (1 << 62):
-            acc = np.maximum.accumulate(rel + gid.astype(np.int64) * big)
-            maxend = acc - gid.astype(np.int64) * big + origin
-        else:
-            for a, c in zip(gs, counts):
-                maxend[a:a + c] = np.maximum.accumulate(s_end[a:a + c])
-    index = pd.DataFrame({
-        "track_id": s_track, "depth": s_depth, "cls": s_cls, "start_ns": s_start,
-        "dur_ns": dur[order], "maxend_ns": maxend, "name": name[order], "cat": cat[order],
-        "args_row": args_row[order],
-    })
-    groups = pd.DataFrame({
-        "track_id": s_track[gs] if n else np.zeros(0, np.int32),
-        "depth": s_depth[gs] if n else np.zeros(0, np.int16),
-        "cls": s_cls[gs] if n else np.zeros(0, np.int8),
-        "lo": gs.astype(np.int64), "hi": (gs + counts).astype(np.int64),
-    })
-    # slice id of each row of the input table (for flow binding)
-    inv = np.empty(n, np.int64)
-    inv[order] = np.arange(n)
-
-    edges = _bind_flows(flows, track, start, end, depth, inv)
-    ctr = _counters(counters)
-    meta = {"version": VERSION, "origin_ns": origin, "start_ns": t_lo, "end_ns": t_hi,
-            "levels": levels, "steps": [[int(s), int(a), int(b)] for s, a, b in (step_windows or [])]}
-    tables = {
-        "trace_slices": index, "trace_groups": groups, "trace_lanes": lanes, "trace_lod": lod,
-        "trace_edges": edges, "trace_counters": ctr,
-        "trace_names": pd.DataFrame({"name": pd.array(names, dtype="string")}),
-        "trace_cats": pd.DataFrame({"name": pd.array(cats, dtype="string")}),
-    }
+    tables: dict[str, pd.DataFrame] = {}
+    meta = build_columns(slices, flows, counters, step_windows,
+                         emit=lambda name, cols: tables.__setitem__(name, pd.DataFrame(cols)))
     return tables, meta
 
 
-def _bind_flows(flows: pd.DataFrame, track, start, end, depth, inv) -> pd.DataFrame:
+def build_columns(slices, flows, counters, step_windows=None, emit=None,
+                  release=None) -> dict:
+    """`build_index` as columns: each table is handed to `emit(name, {column: array})` as
+    soon as it is complete (to be written and dropped), and made lane group by lane group,
+    so the temporaries stay small whatever the trace size. `slices` / `flows` may be
+    functions returning the table, so that only this function holds them; `release()`
+    (optional) is called once the input columns are extracted (the caller drops its copy).
+    Returns the index meta."""
+    if callable(slices):
+        slices = slices()
+    n = len(slices)
+    track = _np(slices["track_id"], np.int32)
+    start = _np(slices["start_ns"], np.int64)
+    dur = np.maximum(_np(slices["dur_ns"], np.int64), 0)
+    depth = _np(slices["depth"], np.int16)
+    name, names = _codes(slices["name"])
+    cat, cats = _codes(slices["cat"])
+    args_row = _np(slices["args_row"], np.int64)
+    del slices
+    if release is not None:
+        release()
+
+    c_ts = _np(counters["ts_ns"], np.int64) if len(counters) else np.zeros(0, np.int64)
+    if n or len(c_ts):
+        lo = [int(start.min())] if n else []
+        hi = [int((start + dur).max())] if n else []
+        if len(c_ts):
+            lo.append(int(c_ts.min()))
+            hi.append(int(c_ts.max()))
+        t_lo, t_hi = min(lo), max(hi)
+    else:
+        t_lo = t_hi = 0
+    origin = t_lo
+    span = max(t_hi - origin, 1)
+    levels = 1
+    while levels < MAX_LEVELS and not level_width(levels) > 4 * span:
+        levels += 1
+
+    # Lanes = (track, depth), slices of a lane by start (stable on the table's order).
+    lane_order = np.lexsort((start, depth, track)) if n else np.zeros(0, np.int64)
+    lane_starts = _group_starts(track[lane_order], depth[lane_order])
+    lane_bounds = np.r_[lane_starts, n].astype(np.int64)
+    n_lanes = len(lane_starts)
+    emit("trace_lanes", {
+        "track_id": track[lane_order[lane_starts]] if n else np.zeros(0, np.int32),
+        "depth": depth[lane_order[lane_starts]] if n else np.zeros(0, np.int16),
+        "slices": np.diff(lane_bounds).astype(np.int64),
+    })
+
+    # The main index, filled group by group: (track, depth, cls, start).
+    out = {
+        "track_id": np.empty(n, np.int32), "depth": np.empty(n, np.int16),
+        "cls": np.empty(n, np.int8), "start_ns": np.empty(n, np.int64),
+        "dur_ns": np.empty(n, np.int64), "maxend_ns": np.empty(n, np.int64),
+        "name": np.empty(n, np.int32), "cat": np.empty(n, np.int32),
+        "args_row": np.empty(n, np.int64),
+    }
+    inv = np.empty(n, np.int64)  # slice id of each row of the input table
+    groups: dict[str, list] = {k: [] for k in ("track_id", "depth", "cls", "lo", "hi")}
+    lod_parts: dict[str, list] = {k: [] for k in LOD_COLUMNS}
+    la = 0
+    while la < n_lanes:
+        # A group of whole lanes of about CHUNK_SLICES slices (one lane may be bigger).
+        lb = int(np.searchsorted(lane_bounds, lane_bounds[la] + CHUNK_SLICES, side="right")) - 1
+        lb = min(max(lb, la + 1), n_lanes)
+        a, b = int(lane_bounds[la]), int(lane_bounds[lb])
+        _index_chunk(lane_order[a:b], a, np.repeat(np.arange(la, lb, dtype=np.int64),
+                                                   np.diff(lane_bounds[la:lb + 1])),
+                     track, depth, start, dur, name, cat, args_row, origin, levels,
+                     out, inv, groups, lod_parts)
+        la = lb
+    del lane_order, name, cat, args_row, depth
+    emit("trace_slices", out)
+    del out
+    emit("trace_groups", {"track_id": np.asarray(groups["track_id"], np.int32),
+                          "depth": np.asarray(groups["depth"], np.int16),
+                          "cls": np.asarray(groups["cls"], np.int8),
+                          "lo": np.asarray(groups["lo"], np.int64),
+                          "hi": np.asarray(groups["hi"], np.int64)})
+    lod = {}
+    for k, dt in LOD_COLUMNS.items():
+        parts = lod_parts.pop(k)
+        lod[k] = np.concatenate(parts).astype(dt, copy=False) if parts else np.zeros(0, dt)
+        del parts
+    emit("trace_lod", lod)
+    del lod
+    emit("trace_names", {"name": pd.array(names, dtype="string")})
+    emit("trace_cats", {"name": pd.array(cats, dtype="string")})
+    del names, cats
+
+    if callable(flows):
+        flows = flows()
+    edges = _bind_flows(flows, track, start, start + dur, inv)
+    del flows, inv, track, start, dur
+    if release is not None:
+        release()
+    emit("trace_edges", {c: edges[c] for c in edges.columns})
+    del edges
+    ctr = _counters(counters)
+    emit("trace_counters", {c: ctr[c] for c in ctr.columns})
+    return {"version": VERSION, "origin_ns": origin, "start_ns": t_lo, "end_ns": t_hi,
+            "levels": levels, "steps": [[int(s), int(a), int(b)] for s, a, b in (step_windows or [])]}
+
+
+LOD_COLUMNS = {"gkey": np.int64, "bucket": np.int64, "count": np.int64, "busy_ns": np.int64,
+               "name": np.int32, "first_ns": np.int64, "last_ns": np.int64}
+
+
+def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_row,
+                 origin, levels, out, inv, groups, lod_parts) -> None:
+    """Index one group of whole lanes: rows [base, base + len(idx)) of the main index, its
+    (track, depth, cls) groups, and its LOD rows (appended in (gkey, bucket) order)."""
+    m = len(idx)
+    if m == 0:
+        return
+    c_start = start[idx]
+    c_dur = dur[idx]
+    c_end = c_start + c_dur
+    c_cls = duration_class(c_dur)
+    c_name = name[idx]
+
+    # LOD summaries per level, from the lane-ordered rows (buckets stay sorted per level).
+    parts = []
+    for level in range(levels):
+        sel = np.flatnonzero(c_cls <= level)
+        if len(sel) == 0:
+            continue
+        lane = lane_of[sel]
+        bucket = (c_start[sel] - origin) >> (BASE_SHIFT + 2 * level)
+        g = _group_starts(lane, bucket)
+        d = c_dur[sel]
+        longest = _argmax_in_groups(d, g)
+        parts.append({
+            "gkey": lane[g] * 64 + level,
+            "bucket": bucket[g],
+            "count": np.diff(np.r_[g, len(sel)]).astype(np.int64),
+            "busy_ns": np.add.reduceat(d, g),
+            "name": c_name[sel][longest],
+            "first_ns": c_start[sel][g],
+            "last_ns": np.maximum.reduceat(c_end[sel], g),
+        })
+        del sel, lane, bucket, g, d, longest
+    if parts:
+        gkey = np.concatenate([p["gkey"] for p in parts])
+        bucket = np.concatenate([p["bucket"] for p in parts])
+        o = np.lexsort((bucket, gkey))
+        for k in LOD_COLUMNS:
+            lod_parts[k].append(np.concatenate([p.pop(k) for p in parts])[o])
+        del gkey, bucket, o, parts
+
+    # Main index rows: by (lane, cls), start order kept (stable).
+    o = np.argsort(lane_of * 32 + c_cls, kind="stable")
+    rows = idx[o]
+    s_lane, s_cls = lane_of[o], c_cls[o]
+    s_end = c_end[o]
+    sl = slice(base, base + m)
+    out["track_id"][sl] = track[rows]
+    out["depth"][sl] = depth[rows]
+    out["cls"][sl] = s_cls
+    out["start_ns"][sl] = c_start[o]
+    out["dur_ns"][sl] = c_dur[o]
+    out["name"][sl] = c_name[o]
+    out["cat"][sl] = cat[rows]
+    out["args_row"][sl] = args_row[rows]
+    inv[rows] = np.arange(base, base + m, dtype=np.int64)
+    gs = _group_starts(s_lane, s_cls)
+    ge = np.r_[gs[1:], m]
+    maxend = out["maxend_ns"][sl]
+    for g0, g1 in zip(gs.tolist(), ge.tolist()):  # <= NCLS groups per lane
+        np.maximum.accumulate(s_end[g0:g1], out=maxend[g0:g1])
+    groups["track_id"].extend(out["track_id"][sl][gs].tolist())
+    groups["depth"].extend(out["depth"][sl][gs].tolist())
+    groups["cls"].extend(s_cls[gs].tolist())
+    groups["lo"].extend((gs + base).tolist())
+    groups["hi"].extend((ge + base).tolist())
+
+
+def _bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
     """Flow endpoints -> slices; consecutive endpoints of one flow become edges src -> dst.
 
     An endpoint binds to the deepest slice of its track that encloses its time (`s` prefers a
@@ -285,16 +356,30 @@ def build(profile: Profile, step_windows=None) -> None:
     if step_windows is not None and len(step_windows):
         steps = list(zip(step_windows["step"].tolist(), step_windows["start_ns"].tolist(),
                          step_windows["end_ns"].tolist()))
-    tables, meta = build_index(profile.table("slices"), profile.table("flows"),
-                               profile.table("counters"), steps)
-    store(profile, tables, meta)
+    # The slice table is dropped as soon as its columns are extracted, the flows once bound,
+    # and each index table is written as soon as it is complete: the reader never holds the
+    # input tables and the whole index at once.
+    def emit(name: str, cols: dict) -> None:
+        profile.rows[name] = len(next(iter(cols.values()))) if cols else 0
+        if profile.directory:
+            write_columns(table_path(profile.directory, name), cols)
+            profile.tables.pop(name, None)
+        else:
+            profile.tables[name] = pd.DataFrame(cols)
+
+    meta = build_columns(lambda: profile.table("slices"), lambda: profile.table("flows"),
+                         profile.table("counters"), steps, emit=emit,
+                         release=lambda: profile.release("slices", "flows"))
+    profile.meta["trace_index"] = meta
+    profile.release("slices", "flows", "counters")
 
 
 def store(profile: Profile, tables: dict[str, pd.DataFrame], meta: dict) -> None:
+    """Store index tables made by `build_index` (in memory) with a profile."""
     for name, df in tables.items():
         profile.rows[name] = len(df)
         if profile.directory:
-            write_table(table_path(profile.directory, name), df)
+            write_columns(table_path(profile.directory, name), {c: df[c] for c in df.columns})
             profile.tables.pop(name, None)
         else:
             profile.tables[name] = df

@@ -23,6 +23,10 @@ def _index(loader: Loader, args):
     run, worker, span = _resolve(loader, args)
     st = loader.span_state(run.name, worker.name, span)
     tstate = getattr(st, "trace_state", "ready")
+    if tstate == "ready" and not ti.has_index(prof) and prof.directory and st is not None:
+        # Opened before the second stage wrote the index: read the entry again rather than
+        # building the index here.
+        prof = loader.reopen(st) or prof
     if tstate in ("pending", "loading") and not ti.has_index(prof):
         raise ApiError(503, "the timeline is still being indexed", state="loading",
                        progress=0.5)
