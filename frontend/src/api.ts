@@ -75,7 +75,7 @@ export interface StacksResponse {
 }
 
 export interface MemoryResponse {
-  devices: { device: string; peak_allocated_mb: number | null; peak_reserved_mb: number | null }[];
+  devices: { device: string; peak_allocated_mb: number | null; peak_reserved_mb: number | null; peak_ts_us?: number | null }[];
   curves: { device: string; component: string; points: [number, number | null, number | null][] }[];
   component_peaks: { device: string; component: string; peak_reserved_mb: number | null }[];
   start_us: number | null;

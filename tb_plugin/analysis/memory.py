@@ -89,7 +89,8 @@ def _total_component(components: dict[str, float | None]) -> str:
 def summary(profile: Profile, max_points: int = 2000) -> dict:
     """Curves (downsampled), device peaks and component peaks.
 
-    {"devices": [{"device", "component", "peak_allocated_mb", "peak_reserved_mb"}],
+    {"devices": [{"device", "component", "peak_allocated_mb", "peak_reserved_mb",
+                  "peak_ts_us"}],
      "curves": [{"device", "component", "points": [[ts_us, allocated_mb, reserved_mb]],
                  "samples", "peak_allocated_mb", "peak_reserved_mb", "peak_ts_us"}],
      "component_peaks": [{"device", "component", "source", "peak_reserved_mb"}],
@@ -158,6 +159,7 @@ def summary(profile: Profile, max_points: int = 2000) -> dict:
             "component": total,
             "peak_allocated_mb": comps[total]["peak_allocated_mb"],
             "peak_reserved_mb": comps[total]["peak_reserved_mb"],
+            "peak_ts_us": comps[total]["peak_ts_us"],
         })
     if len(mod):
         dcode, dlab = key_codes(mod["device"])

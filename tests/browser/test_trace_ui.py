@@ -98,6 +98,54 @@ def test_search_next_previous_and_flow_links(page, server):
     screenshot(page, "trace-search-flows")
 
 
+def test_search_steps_through_every_page_of_hits(page, server):
+    """The API pages hits 200 at a time; prev/next walk all of them (wrapping around)."""
+    prof = server.profile("torch_npu_level1")
+    total = server.api("trace/search", **prof, q="@", limit=1)["total"]
+    assert total > 200, total  # the fixture has more hits than one page
+    _open(page, server, "torch_npu_level1")
+    page.get_by_test_id("trace-search").fill("@")
+    page.get_by_test_id("trace-search").press("Enter")
+    count = page.get_by_test_id("trace-search-count")
+    page.wait_for_function(
+        "(t) => document.querySelector('[data-testid=trace-search-count]').innerText === `1 / ${t}`",
+        arg=total)
+    page.get_by_test_id("trace-prev").click()  # wraps to the last hit, on the last page
+    page.wait_for_function(
+        "(t) => document.querySelector('[data-testid=trace-search-count]').innerText === `${t} / ${t}`",
+        arg=total)
+    last = server.api("trace/search", **prof, q="@", offset=total - 1, limit=1)["hits"][0]
+    page.wait_for_function(
+        "(n) => (document.querySelector('[data-testid=trace-details-name]') || {}).innerText === n",
+        arg=last["name"])
+    page.get_by_test_id("trace-next").click()  # and back to the first page
+    page.wait_for_function(
+        "(t) => document.querySelector('[data-testid=trace-search-count]').innerText === `1 / ${t}`",
+        arg=total)
+    assert count.inner_text() == f"1 / {total}"
+
+
+def test_memory_peak_links_into_the_timeline(page, server):
+    prof = server.profile("torch_npu_level1")
+    mem = server.api("memory", **prof)
+    peak = mem["devices"][0]["peak_ts_us"]
+    assert peak is not None
+    page.goto(server.page_url(**prof, view="memory"))
+    link = page.get_by_test_id("memory-peak-trace-link")
+    link.wait_for()
+    link.click()
+    canvas = page.get_by_test_id("trace-canvas")
+    canvas.wait_for()
+    page.wait_for_function(
+        "() => Number(document.querySelector('[data-testid=trace-canvas]').dataset.painted) > 0",
+        timeout=60000)
+    tracks = server.api("trace/tracks", **prof)
+    a, b = _window(canvas)
+    rel = peak - tracks["start_us"]
+    assert a <= rel <= b  # the peak is in view ...
+    assert b - a < (tracks["end_us"] - tracks["start_us"]) * 0.5  # ... zoomed in around it
+
+
 def test_measure_range_and_zoom_to_step(page, server):
     canvas = _open(page, server, "kineto_gpu")
     box = canvas.bounding_box()

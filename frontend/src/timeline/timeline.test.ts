@@ -63,3 +63,22 @@ describe('layout', () => {
     expect(l.rows[1].kind).toBe('group');
   });
 });
+
+describe('links and search paging', () => {
+  it('centres a window on an instant', async () => {
+    const { windowAround } = await import('./link');
+    expect(windowAround(10_000, 1_000_000)).toEqual({ t0: 5_000, t1: 15_000 });
+    expect(windowAround(10_000, 100)).toEqual({ t0: 9_900, t1: 10_100 });
+  });
+  it('finds the page of a hit and wraps steps', async () => {
+    const { searchPageOffset, stepHit } = await import('./link');
+    expect(searchPageOffset(0)).toBe(0);
+    expect(searchPageOffset(199)).toBe(0);
+    expect(searchPageOffset(200)).toBe(200);
+    expect(searchPageOffset(450, 200)).toBe(400);
+    expect(stepHit(0, -1, 450)).toBe(449);
+    expect(stepHit(449, 1, 450)).toBe(0);
+    expect(stepHit(199, 1, 450)).toBe(200);
+    expect(stepHit(3, 1, 0)).toBe(0);
+  });
+});

@@ -5,8 +5,9 @@ import { memoryCurveOption, memoryStart } from '../charts';
 import { Chart, type ChartInstance } from '../components/Chart';
 import { DataTable, localPage, toCsv, type Column } from '../components/DataTable';
 import { ErrorBox, Loading, Notice } from '../components/States';
-import { formatDuration } from '../format';
+import { formatDuration, formatSizeMB } from '../format';
 import { useAsync } from '../hooks';
+import { traceHash, traceLinkProps, windowAround } from '../timeline/link';
 import { tableState, tableStatePatch } from './tableState';
 
 type DeviceRow = MemoryResponse['devices'][number];
@@ -17,6 +18,23 @@ export function memoryDevices(mem: MemoryResponse): string[] {
   for (const d of mem.devices) if (!out.includes(d.device)) out.push(d.device);
   for (const c of mem.curves) if (!out.includes(c.device)) out.push(c.device);
   return out;
+}
+
+/** The device's peak (time, size) and a timeline window around it, if the curve has one. */
+export function devicePeak(mem: MemoryResponse, device: string | undefined): { ts_us: number; mb: number | null; t0: number; t1: number } | undefined {
+  const d = mem.devices.find((x) => x.device === device);
+  const ts = d?.peak_ts_us;
+  if (!d || typeof ts !== 'number' || !Number.isFinite(ts)) return undefined;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const c of mem.curves)
+    if (c.device === device)
+      for (const p of c.points) {
+        if (p[0] < lo) lo = p[0];
+        if (p[0] > hi) hi = p[0];
+      }
+  const w = windowAround(ts, Number.isFinite(hi - lo) ? hi - lo : 0);
+  return { ts_us: ts, mb: d.peak_allocated_mb ?? d.peak_reserved_mb, ...w };
 }
 
 /** Parses the time range filter (absolute µs, as the API takes it). */
@@ -68,6 +86,8 @@ export function MemoryView({ profile, filters, setFilters }: ViewProps) {
     });
   }, []);
 
+  const peak = mem ? devicePeak(mem, device) : undefined;
+
   if (res.error) return <ErrorBox message={res.error} />;
   if (!mem) return <Loading what="memory" progress={res.progress} />;
   if (devices.length === 0) return <Notice>This profile has no memory records (profile with profile_memory=True).</Notice>;
@@ -111,6 +131,24 @@ export function MemoryView({ profile, filters, setFilters }: ViewProps) {
       <section className="card">
         <h2>Memory usage — {device}</h2>
         <Chart option={option!} label={`Memory curves of ${device}`} testId="chart-memory" height={360} onReady={onReady} />
+        <p className="small muted">
+          {peak && (
+            <>
+              Peak {peak.mb !== null ? formatSizeMB(peak.mb) : ''} at {formatDuration(peak.ts_us - start)}:{' '}
+              <a data-testid="memory-peak-trace-link" {...traceLinkProps(traceHash(profile, { t0: peak.t0, t1: peak.t1 }))}>
+                show in the timeline
+              </a>
+            </>
+          )}
+          {range && (
+            <>
+              {peak ? ' · ' : ''}
+              <a data-testid="memory-range-trace-link" {...traceLinkProps(traceHash(profile, { t0: range.start_us, t1: range.end_us }))}>
+                Show the selected range in the timeline
+              </a>
+            </>
+          )}
+        </p>
       </section>
       <section className="card">
         <h2>

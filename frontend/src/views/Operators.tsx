@@ -1,7 +1,7 @@
 import { useMemo } from 'react';
 import { api, csvUrl, profileParams, type OperatorRow } from '../api';
 import type { ViewProps } from '../App';
-import { traceHash } from '../timeline/link';
+import { traceHash, traceLinkProps } from '../timeline/link';
 import { pieOption, topNWithOther } from '../charts';
 import { Chart } from '../components/Chart';
 import { DataTable, type Column } from '../components/DataTable';
@@ -142,7 +142,7 @@ export function OperatorsView({ profile, filters, setFilters }: ViewProps) {
             <p className="stack-title">
               <code>{selName}</code>
               {' '}
-              <a className="small" data-testid="operator-trace-link" href={traceHash(profile, { q: selName })}>
+              <a className="small" data-testid="operator-trace-link" {...traceLinkProps(traceHash(profile, { q: selName }))}>
                 Show in timeline
               </a>
               {groupBy === 'name_shape' && selShapes ? <span className="muted"> · {selShapes}</span> : null}

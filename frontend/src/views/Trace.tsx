@@ -13,6 +13,7 @@ import {
   type SummaryResponse,
   type TracksResponse,
 } from '../timeline/model';
+import { searchPageOffset, stepHit } from '../timeline/link';
 import { draw, hitTest, laneData, type LaneData, type Scene } from '../timeline/render';
 import { around, formatDuration, panBy, zoomAt, type Window } from '../timeline/scale';
 
@@ -28,7 +29,8 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
   const [summary, setSummary] = useState<SummaryResponse | null>(null);
   const [mode, setMode] = useState<'pan' | 'measure'>('pan');
   const [query, setQuery] = useState(filters['trace.q'] ?? '');
-  const [search, setSearch] = useState<{ q: string; total: number; pos: number; ids: { id: number; start_us: number; dur_us: number }[] } | null>(null);
+  // One page of hits at a time (`offset` = number of the first); `pos` is over all `total`.
+  const [search, setSearch] = useState<{ q: string; total: number; pos: number; offset: number; ids: { id: number; start_us: number; dur_us: number }[] } | null>(null);
   const [hover, setHover] = useState<string>('');
   const [painted, setPainted] = useState(0);
   const dark = useTheme() === 'dark';
@@ -206,16 +208,21 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
   const zoomTo = useCallback((startRel: number, dur: number) => setWin(around(startRel, startRel + Math.max(dur, 0.01), 0.3)), [setWin]);
 
   // ---- search ----------------------------------------------------------------------------
+  const searchSeq = useRef(0);
   const runSearch = useCallback(
     (q: string, pos = 0) => {
+      const seq = ++searchSeq.current;
       if (!q) {
         setSearch(null);
         return;
       }
-      traceApi.search(profile, q, 0).then(
+      const offset = searchPageOffset(pos);
+      traceApi.search(profile, q, offset).then(
         (r) => {
-          setSearch({ q, total: r.total, pos, ids: r.hits });
-          const h = r.hits[pos];
+          if (seq !== searchSeq.current) return; // a later search or step won
+          const at = Math.min(pos, Math.max(r.total - 1, 0));
+          setSearch({ q, total: r.total, pos: at, offset: r.offset, ids: r.hits });
+          const h = r.hits[at - r.offset];
           if (h) {
             zoomTo(h.start_us - origin, h.dur_us);
             select(h.id);
@@ -227,10 +234,15 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
     [profile, origin, zoomTo, select],
   );
   const step = (d: number) => {
-    if (!search || !search.ids.length) return;
-    const pos = (search.pos + d + search.ids.length) % search.ids.length;
+    if (!search || !search.total) return;
+    const pos = stepHit(search.pos, d, search.total);
+    const h = search.ids[pos - search.offset];
+    if (pos < search.offset || !h) {
+      runSearch(search.q, pos); // the hit is on another page
+      return;
+    }
+    searchSeq.current++;
     setSearch({ ...search, pos });
-    const h = search.ids[pos];
     zoomTo(h.start_us - origin, h.dur_us);
     select(h.id);
   };
@@ -406,14 +418,14 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
           }}
         >
           <input data-testid="trace-search" placeholder="Search slices (name substring)" value={query} onChange={(e) => setQuery(e.target.value)} />
-          <button type="button" className="btn" data-testid="trace-prev" onClick={() => step(-1)} disabled={!search?.ids.length}>
+          <button type="button" className="btn" data-testid="trace-prev" onClick={() => step(-1)} disabled={!search?.total}>
             ◀
           </button>
-          <button type="button" className="btn" data-testid="trace-next" onClick={() => step(1)} disabled={!search?.ids.length}>
+          <button type="button" className="btn" data-testid="trace-next" onClick={() => step(1)} disabled={!search?.total}>
             ▶
           </button>
           <span className="muted small" data-testid="trace-search-count">
-            {search ? `${search.ids.length ? search.pos + 1 : 0} / ${search.total}${search.total > search.ids.length ? ` (first ${search.ids.length})` : ''}` : ''}
+            {search ? `${search.total ? search.pos + 1 : 0} / ${search.total}` : ''}
           </span>
         </form>
         <a className="btn" data-testid="trace-download" href={api.traceDownloadUrl(profile)} download>
