@@ -523,7 +523,7 @@ class _Builder:
             self.x_parts.append(_finish_part(part))
         if inst:
             part = self._common(inst)
-            part["scope"] = pd.Categorical([e.s if isinstance(e.s, str) else "" for e in inst])
+            part["scope"] = [e.s if isinstance(e.s, str) else "" for e in inst]
             part["args_row"] = self.sink.add([bytes(e.args).decode("utf-8", "replace")
                                               if e.args else None for e in inst])
             self._extract(inst, part)
@@ -531,7 +531,7 @@ class _Builder:
         if flows:
             part = self._common(flows)
             part["flow_id"] = [_key(e.id if e.id is not None else e.id2) for e in flows]
-            part["phase"] = pd.Categorical([e.ph for e in flows])
+            part["phase"] = [e.ph for e in flows]
             self.flow_parts.append(_finish_part(part, has_dur=False))
 
     def _counters(self, evs: list[_Event]) -> None:
@@ -558,7 +558,9 @@ class _Builder:
                     rows.append((t, ts, f"{name}/{k}" if k else name, float(v)))
 
 
-def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
+def _finish_part(part: dict, has_dur: bool = True) -> dict:
+    """One chunk's columns: numpy arrays; flow ids as an Arrow string array (not millions of
+    Python strings); phase/scope and extracted args stay lists until the end."""
     n = len(part["ts"])
     first_row = part.pop("args_row", None)
     out = {}
@@ -567,11 +569,13 @@ def _finish_part(part: dict, has_dur: bool = True) -> pd.DataFrame:
             out["start_ns" if has_dur else "ts_ns"] = us_text_to_ns(pa.array(v, pa.binary()))
         elif k == "dur":
             out["dur_ns"] = np.maximum(us_text_to_ns(pa.array(v, pa.binary())), 0)
+        elif k == "flow_id":
+            out[k] = pa.array(v, pa.string())
         else:
             out[k] = v
     if first_row is not None:
         out["args_row"] = np.arange(first_row, first_row + n, dtype=np.int64)
-    return pd.DataFrame(out)
+    return out
 
 
 def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict:
@@ -622,9 +626,10 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
         return df
 
     slices = finish(b.x_parts, ["track_id", "start_ns", "dur_ns", "name", "cat", "args_row"])
-    b.x_parts = []
     slices = _add_be_slices(slices, b, track_remap)
-    slices = assign_depth(slices)
+    holder = [slices]
+    del slices
+    slices = assign_depth(holder)
     flows = finish(b.flow_parts, ["flow_id", "name", "cat", "phase", "track_id", "ts_ns"])
     instants = finish(b.i_parts, ["track_id", "ts_ns", "name", "cat", "scope", "args_row"])
     if b.counter_rows:
@@ -644,16 +649,28 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
                        args=args_table, errors=errors, event_count=b.count)
 
 
-def _concat(parts: list[pd.DataFrame], cols: list[str]) -> pd.DataFrame:
+def _concat(parts: list[dict], cols: list[str]) -> pd.DataFrame:
+    """The chunks' columns joined, one column at a time (each column's pieces are dropped as
+    soon as it is joined, so the peak is the table plus one column, not twice the table)."""
     if not parts:
         return pd.DataFrame({c: [] for c in cols})
-    if len(parts) == 1:
-        return parts[0]
-    df = pd.concat(parts, ignore_index=True)
-    for c in ("phase", "scope"):
-        if c in df.columns and df[c].dtype != "category":
-            df[c] = df[c].astype("category")
-    return df
+    out = {}
+    for c in list(parts[0]):
+        pieces = [p.pop(c) for p in parts]
+        first = pieces[0]
+        if isinstance(first, np.ndarray):
+            v = np.concatenate(pieces) if len(pieces) > 1 else first
+        elif isinstance(first, (pa.Array, pa.ChunkedArray)):
+            v = pd.array(pa.chunked_array(pieces).combine_chunks(), dtype="string")
+        else:
+            v = [x for piece in pieces for x in piece]
+            if c in ("phase", "scope"):
+                v = pd.Categorical(v)
+        del pieces, first
+        out[c] = v
+        del v
+    parts.clear()
+    return pd.DataFrame(out, copy=False)
 
 
 def _add_be_slices(slices: pd.DataFrame, b: _Builder, track_remap) -> pd.DataFrame:
@@ -688,48 +705,53 @@ def _add_be_slices(slices: pd.DataFrame, b: _Builder, track_remap) -> pd.DataFra
     return out
 
 
-def assign_depth(slices: pd.DataFrame) -> pd.DataFrame:
+def assign_depth(slices) -> pd.DataFrame:
     """Sort by (track, start, -dur) and give each slice its nesting depth on its track.
 
     depth = number of earlier slices of the same track still open at this slice's start
     (rank within the track minus the slices of the track that ended by then). For properly
     nested slices (host threads) this is the call depth; for partially overlapping device
-    tasks it is the number of tasks still running. Vectorized: no per-slice Python.
+    tasks it is the number of tasks still running. Vectorized per track: no per-slice Python.
+    `slices` may be a one-element list holding the table, so it can be freed column by
+    column while the sorted copy is made.
     """
+    if isinstance(slices, list):
+        slices = slices.pop()
     if len(slices) == 0:
         slices = slices.copy()
         slices["depth"] = np.zeros(0, np.int16)
         return slices
     order = np.lexsort((-slices["dur_ns"].to_numpy(), slices["start_ns"].to_numpy(),
                         slices["track_id"].to_numpy()))
-    slices = slices.take(order).reset_index(drop=True)
-    track = slices["track_id"].to_numpy().astype(np.int64)
-    start = slices["start_ns"].to_numpy()
-    end = start + slices["dur_ns"].to_numpy()
-    n = len(slices)
+    # Column by column: each unsorted column is dropped once its sorted copy exists.
+    src = {c: slices[c] for c in slices.columns}
+    del slices
+    cols = {}
+    for c in list(src):
+        col = src.pop(c)
+        if isinstance(col.dtype, np.dtype) and col.dtype != object:
+            cols[c] = col.to_numpy()[order]
+        else:
+            cols[c] = col.take(order).reset_index(drop=True)
+        del col
+    del order
+    track = cols["track_id"]
+    start = cols["start_ns"]
+    n = len(start)
+    end = start + cols["dur_ns"]
     # First row of each track's run (rows are grouped by track after the sort).
     first = np.r_[0, np.flatnonzero(np.diff(track)) + 1]
     counts = np.diff(np.r_[first, n])
-    rank = np.arange(n) - np.repeat(first, counts)
-    # Ends sorted within each track, then for each start: how many ends <= it in its track.
-    tmin = int(min(start.min(), end.min()))
-    span = int(max(start.max(), end.max())) - tmin + 1
-    if span < (1 << 46) and track.max() < (1 << 16):
-        shift = np.int64(1 << 46)
-        end_keys = np.sort(track * shift + (end - tmin))
-        start_keys = track * shift + (start - tmin)
-        track_base = track * shift
-        closed = np.searchsorted(end_keys, start_keys, side="right") - \
-            np.searchsorted(end_keys, track_base, side="left")
-    else:  # enormous time range: per track
-        closed = np.empty(n, np.int64)
-        for f, c in zip(first, counts):
-            e = np.sort(end[f:f + c])
-            closed[f:f + c] = np.searchsorted(e, start[f:f + c], side="right")
-    closed = closed - (end == start)  # a zero-length slice's own end is not "before" it
-    depth = np.clip(rank - closed, 0, 32767).astype(np.int16)
-    slices["depth"] = depth
-    return slices
+    depth = np.empty(n, np.int16)
+    for f, c in zip(first.tolist(), counts.tolist()):
+        s_, e_ = start[f:f + c], end[f:f + c]
+        # rank within the track minus how many of its slices ended by this start; a
+        # zero-length slice's own end is not "before" it.
+        closed = np.searchsorted(np.sort(e_), s_, side="right") - (e_ == s_)
+        depth[f:f + c] = np.clip(np.arange(c) - closed, 0, 32767)
+    del end
+    cols["depth"] = depth
+    return pd.DataFrame(cols, copy=False)
 
 
 def _tracks(b: _Builder, track_keys: list) -> pd.DataFrame:

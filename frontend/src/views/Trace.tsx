@@ -33,6 +33,7 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
   const [search, setSearch] = useState<{ q: string; total: number; pos: number; offset: number; ids: { id: number; start_us: number; dur_us: number }[] } | null>(null);
   const [hover, setHover] = useState<string>('');
   const [painted, setPainted] = useState(0);
+  const [retry, setRetry] = useState(0);
   const dark = useTheme() === 'dark';
 
   const canvasRef = useRef<HTMLCanvasElement>(null);
@@ -154,7 +155,12 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
       const all = layout.visibleTracks.length === tracks.tracks.length ? null : layout.visibleTracks;
       traceApi.viewport(profile, origin + start, origin + end, plotW * 2, all, ctrl.signal).then(
         (resp) => {
-          if (!resp || !('lanes' in resp)) return;
+          if (!resp || !('lanes' in resp)) {
+            // 503 "loading" (the profile or its index is being (re)read): ask again shortly.
+            fetchedRef.current = null;
+            setTimeout(() => setRetry((n) => n + 1), 1000);
+            return;
+          }
           dataRef.current = laneData(resp, origin);
           fetchedRef.current = { start, end, px, tracks: trackKey };
           paint();
@@ -175,7 +181,8 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
         );
       }
     }, 60);
-  }, [tracks, plotW, layout, profile, origin, paint]);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [tracks, plotW, layout, profile, origin, paint, retry]);
 
   const setWin = useCallback(
     (w: Window) => {
