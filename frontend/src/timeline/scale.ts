@@ -42,6 +42,14 @@ export function clamp(w: Window, bounds: Window): Window {
   return { start, end: start + span };
 }
 
+/** The window to fetch for a view: half a view of margin on each side (smooth panning), and
+ * at least 1 µs, because the API takes absolute µs, which near 1.7e15 (epoch µs) are only
+ * 0.25 µs apart as doubles: a 10 ns view would otherwise ask for start == end. */
+export function fetchWindow(w: Window): Window {
+  const pad = Math.max((w.end - w.start) * 0.5, 1);
+  return { start: w.start - pad, end: w.end + pad };
+}
+
 /** A window showing [a, b] with a small margin on each side. */
 export function around(a: number, b: number, margin = 0.05): Window {
   const span = Math.max(b - a, MIN_SPAN_US);

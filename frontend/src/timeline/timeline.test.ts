@@ -82,3 +82,14 @@ describe('links and search paging', () => {
     expect(stepHit(3, 1, 0)).toBe(0);
   });
 });
+
+describe('fetch window', () => {
+  it('adds half a view each side, and at least 1 µs', async () => {
+    const { fetchWindow } = await import('./scale');
+    expect(fetchWindow({ start: 100, end: 300 })).toEqual({ start: 0, end: 400 });
+    const w = fetchWindow({ start: 5, end: 5.01 });
+    const origin = 1717200011562756.8;
+    expect(origin + w.end > origin + w.start).toBe(true);
+    expect(w.end - w.start).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -15,7 +15,7 @@ import {
 } from '../timeline/model';
 import { searchPageOffset, stepHit } from '../timeline/link';
 import { draw, hitTest, laneData, type LaneData, type Scene } from '../timeline/render';
-import { around, formatDuration, panBy, zoomAt, type Window } from '../timeline/scale';
+import { around, fetchWindow, formatDuration, panBy, zoomAt, type Window } from '../timeline/scale';
 
 const VIEW_H = 560;
 
@@ -147,8 +147,7 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
       const trackKey = layout.visibleTracks.join(',');
       const f = fetchedRef.current;
       if (f && f.tracks === trackKey && w.start >= f.start && w.end <= f.end && px >= f.px * 0.75 && px <= f.px * 1.5) return;
-      const start = w.start - span * 0.5;
-      const end = w.end + span * 0.5;
+      const { start, end } = fetchWindow(w);
       fetchCtrl.current?.abort();
       const ctrl = new AbortController();
       fetchCtrl.current = ctrl;
