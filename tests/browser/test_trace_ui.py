@@ -211,6 +211,9 @@ def test_large_generated_trace_stays_bounded(browser, tmp_path_factory):
         page.get_by_test_id("trace-fit").click()
         page.wait_for_timeout(1000)
         heap = page.evaluate("() => performance.memory ? performance.memory.usedJSHeapSize : 0")
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs
+                   if f.startswith("trace_view"))
+        print(f"\nlarge trace: {size / 2**20:.0f} MB trace_view.json, JS heap {heap / 2**20:.1f} MB")
         assert heap < 300 * 2**20, heap
         assert _nonblank(page) > 8
         ctx.close()
