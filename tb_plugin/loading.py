@@ -191,7 +191,7 @@ class Loader:
     # ---- discovery -------------------------------------------------------------------
     def scan(self) -> None:
         runs, notes = discovery.discover(self.logdir)
-        todo = []
+        new_spans = []
         with self._lock:
             self._runs = runs
             self._notes = notes
@@ -207,12 +207,12 @@ class Loader:
                         continue
                     st = SpanState(span=span, key=key)
                     self._spans[ident] = st
-                    todo.append(st)
+                    new_spans.append(st)
             for ident in list(self._spans):
                 if ident not in live:
                     del self._spans[ident]
             self._last_scan = time.time()
-        for st in todo:
+        for st in new_spans:
             self._submit(st)
 
     def _submit(self, st: SpanState) -> None:
