@@ -9,6 +9,10 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
              timeline}/`; run = parent dir, worker = `device{N}`, span = the PROF timestamp.
              PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
 - kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
+- MindSpore ≤2.3 (MindInsight era) `profiler*/` holding flat `{kind}_{id}.*` files
+             (`LEGACY_MS_MARKERS`); run = parent dir, one worker `device{id}` per id, span
+             `default`. The only content discovery reads: a tiny `profiler_info_{id}.json`
+             for its `rank_id`.
 
 Worker naming: a torch_npu/MindSpore span with `profiler_info_{rank}.json` is worker
 `rank{rank}`; otherwise the worker is the name part before the timestamp.
@@ -36,6 +40,14 @@ KINETO_FILE_LOOSE = re.compile(r"^(?P<worker>.+?)(?:_(?P<span>\d+))?_trace\.json
 SKIPPED_SUBDIRS = {"FRAMEWORK", "logs", "data", "sqlite", "mindstudio_profiler_log"}
 PROFILER_INFO = re.compile(r"^profiler_info(?:_(?P<rank>\d+))?\.json$")
 DEVICE_DIR = re.compile(r"^device_(?P<id>\d+)$")
+# MindSpore <=2.3: MindInsight's PROFILER_DIRECTORY_REGEX, and the files that mark a span.
+LEGACY_MS_DIR = re.compile(r"^profiler")
+LEGACY_MS_MARKERS = [
+    re.compile(r"^step_trace_raw_(?P<id>\d+)_detail_time\.csv$"),
+    re.compile(r"^aicore_intermediate_(?P<id>\d+)_type\.csv$"),
+    re.compile(r"^output_timeline_data_(?P<id>\d+)\.txt$"),
+    re.compile(r"^(?:ascend_)?timeline_display_(?P<id>\d+)\.json$"),
+]
 
 # Bounds: discovery must finish quickly whatever the logdir holds.
 MAX_DIRS = 200_000
@@ -47,6 +59,8 @@ RECOGNIZED_LAYOUTS = [
     "PROF_*/mindstudio_profiler_output or PROF_*/device_N/{summary,timeline} (CANN msprof:"
     " PaddlePaddle, TensorFlow, MindSpore)",
     "*.pt.trace.json[.gz] (PyTorch kineto, GPU/CPU)",
+    "profiler*/ with step_trace_raw_N_detail_time.csv, output_timeline_data_N.txt, ..."
+    " (MindSpore <=2.3, MindInsight era)",
 ]
 
 
@@ -185,6 +199,8 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
             if PROF_DIR.match(d):
                 _add_msprof(logdir, path, d, full, runs)
                 continue
+            if LEGACY_MS_DIR.match(d) and _add_mindspore_legacy(logdir, path, full, runs):
+                continue
             descend.append(d)
         for f in files:
             m = KINETO_FILE.match(f) or KINETO_FILE_LOOSE.match(f)
@@ -273,6 +289,62 @@ def _add_msprof(logdir, parent, d, full, runs) -> None:
             span = f"{span}-{m.group('id')}"
         w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=name, span=span,
                                    producer="msprof", root=full, files=files, device_id=dev)
+
+
+def _legacy_ids(names) -> list[str]:
+    ids = set()
+    for n in names:
+        for rx in LEGACY_MS_MARKERS:
+            m = rx.match(n)
+            if m:
+                ids.add(m.group("id"))
+    return sorted(ids, key=int)
+
+
+def _legacy_rank(path: str) -> int | None:
+    """`rank_id` of a MindSpore `profiler_info_{id}.json` (small file; None if unusable)."""
+    import json
+
+    try:
+        if os.path.getsize(path) > (1 << 20):
+            return None
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read())
+        rank = doc.get("rank_id") if isinstance(doc, dict) else None
+        return int(rank) if rank is not None and int(rank) >= 0 else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _add_mindspore_legacy(logdir, parent, full, runs) -> bool:
+    """A MindInsight-era `profiler*` dir: one span per device id; True if it is one."""
+    try:
+        names = sorted(e.name for e in os.scandir(full) if e.is_file(follow_symlinks=True))
+    except OSError:
+        return False
+    ids = _legacy_ids(names)
+    if not ids:
+        return False
+    run = _run_for(logdir, parent, runs)
+    for dev in ids:
+        own = re.compile(rf"_{dev}(?:_[A-Za-z]+)*\.[A-Za-z]+$")
+        # Files of this id, plus id-less ones (step_trace_point_info.json).
+        files = tuple(os.path.join(full, n) for n in names
+                      if own.search(n) or not re.search(r"_\d+(?:_[A-Za-z]+)*\.[A-Za-z]+$", n))
+        rank = None
+        if f"profiler_info_{dev}.json" in names:
+            rank = _legacy_rank(os.path.join(full, f"profiler_info_{dev}.json"))
+        name = f"device{dev}"
+        w = run.workers.get(name)
+        if w is None:
+            w = run.workers[name] = Worker(name, "mindspore_legacy", rank, "npu")
+        span = "default"
+        if span in w.spans:  # two profiler* dirs in one run
+            span = os.path.basename(full)
+        w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=name, span=span,
+                                   producer="mindspore_legacy", root=full, files=files,
+                                   rank=rank, device_id=int(dev))
+    return True
 
 
 def _add_kineto(logdir, parent, f, m, runs) -> None:

@@ -23,12 +23,13 @@ import os
 class SpanSource:
     """Where one worker-span's data lives, as found by discovery (names and sizes only).
 
-    producer: torch_npu | mindspore | msprof | kineto
+    producer: torch_npu | mindspore | msprof | kineto | mindspore_legacy
     root:     absolute path of the span's directory (`*_ascend_pt`, `*_ascend_ms`,
               `PROF_*`) or, for kineto, of the trace file itself.
     files:    absolute paths of every input file the reader may use (discovery lists them so
               the cache key covers them); readers may still look inside `root`.
-    device_id: for msprof, the `device_N` the worker stands for (None otherwise).
+    device_id: for msprof, the `device_N` the worker stands for; for mindspore_legacy
+              (root = the `profiler*` dir), the `{id}` in the file names (None otherwise).
     """
 
     logdir: str
@@ -58,6 +59,7 @@ READERS = {
     "mindspore": ("torch_npu", "read_mindspore"),
     "msprof": ("msprof", "read"),
     "kineto": ("kineto", "read"),
+    "mindspore_legacy": ("mindspore_legacy", "read"),
 }
 
 
