@@ -1,0 +1,105 @@
+"""MindSpore <=2.3 (MindInsight era) `profiler*` dir: discovery + reader on the real sample."""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+
+import pytest
+
+from tb_plugin.discovery import discover
+from tb_plugin.readers import mindspore_legacy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+REAL = os.environ.get("TBP_REAL_DATA",
+                      os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "real")))
+SAMPLE = os.path.join(REAL, "mindspore_legacy_run1")
+if not os.path.isdir(SAMPLE):  # the committed copy of the same bytes
+    SAMPLE = os.path.join(ROOT, "fixtures", "mindspore_legacy")
+
+
+def _ms_ns(text: str) -> int:
+    """ms decimal text -> ns, exactly (independent of the reader's vectorized parser)."""
+    text = text.strip()
+    i, _, f = text.partition(".")
+    f = (f + "000000")[:6]
+    return int(i or "0") * 1_000_000 + int(f)
+
+
+@pytest.fixture()
+def logdir(tmp_path):
+    if not os.path.isdir(SAMPLE):
+        pytest.skip("sample not present")
+    shutil.copytree(SAMPLE, tmp_path / "mindspore_legacy_run1")
+    for dirpath, _, files in os.walk(tmp_path):  # the sample may be read-only
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+    return str(tmp_path)
+
+
+def _span(logdir):
+    runs, _ = discover(logdir)
+    assert set(runs) == {"mindspore_legacy_run1"}
+    run = runs["mindspore_legacy_run1"]
+    assert set(run.workers) == {"device1"}
+    w = run.workers["device1"]
+    assert w.producer == "mindspore_legacy" and w.rank is None
+    assert set(w.spans) == {"default"}
+    span = w.spans["default"]
+    assert span.device_id == 1
+    assert os.path.basename(span.root) == "profiler"
+    names = {os.path.basename(f) for f in span.files}
+    assert {"step_trace_raw_1_detail_time.csv", "output_timeline_data_1.txt",
+            "timeline_display_1.json"} <= names
+    return span
+
+
+def test_real_sample(logdir):
+    span = _span(logdir)
+    prof = os.path.join(logdir, "mindspore_legacy_run1", "profiler")
+    p = mindspore_legacy.read(span, None)
+    assert p.errors == []
+    assert p.meta["producer"] == "mindspore_legacy" and p.meta["device"] == "npu"
+    assert p.meta["device_id"] == 1
+    assert p.meta["step_categories"] == ["iteration_interval", "fp_and_bp", "tail"]
+
+    with open(os.path.join(prof, "step_trace_raw_1_detail_time.csv"), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["step_num"] not in ("-", "0")]
+    steps = p.table("steps")
+    assert len(steps) == len(rows) == 322
+    first, ref = steps.iloc[0], rows[0]
+    assert int(first["step"]) == int(ref["step_num"])
+    for col, key in (("start_ns", "start_point"), ("end_ns", "end_point"),
+                     ("total_ns", "total"), ("bd_iteration_interval", "iteration_interval"),
+                     ("bd_fp_and_bp", "fp_and_bp"), ("bd_tail", "tail")):
+        assert int(first[col]) == int(ref[key]) * 10, col
+
+    with open(os.path.join(prof, "output_timeline_data_1.txt"), newline="") as fh:
+        rd = csv.reader(fh)
+        next(rd)
+        krows = [r for r in rd if r]
+    k = p.table("kernels")
+    assert len(k) == len(krows)
+    assert int(k["dur_ns"].sum()) == sum(_ms_ns(r[3]) for r in krows)
+    assert int(k["start_ns"].iloc[0]) == _ms_ns(krows[0][2])
+    assert str(k["name"].iloc[1]) == krows[1][0].rsplit("/", 1)[-1] == "Mul-op29"
+    assert str(k["type"].iloc[1]) == "Mul"
+    assert k["step"].isna().all()
+
+    assert p.has("tracks") and p.has("slices")
+    t = p.table("tracks")
+    assert set(t["kind"]) == {"device"}
+
+
+def test_empty_step_trace_is_a_file_error(logdir):
+    prof = os.path.join(logdir, "mindspore_legacy_run1", "profiler")
+    open(os.path.join(prof, "step_trace_raw_1_detail_time.csv"), "w").close()
+    span = _span(logdir)
+    p = mindspore_legacy.read(span, None)
+    assert [e.path for e in p.errors] == [
+        os.path.join("mindspore_legacy_run1", "profiler", "step_trace_raw_1_detail_time.csv")]
+    assert "empty" in p.errors[0].message
+    assert not p.has("steps")
+    assert p.has("kernels") and len(p.table("kernels")) == 2817
