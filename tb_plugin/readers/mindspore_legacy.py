@@ -10,7 +10,7 @@ One span = one device id `{id}`; every file carries the id in its name.
 - kernels: `output_timeline_data_{id}.txt`, one row per kernel execution (`op_name,
   stream_id, start_time(ms), duration(ms)`). `name` = last path component of op_name
   (`Mul-op29`), `type` = that without the `-opN` suffix (`Mul`); `core_type` AI_CORE when the
-  full name is in `aicore_intermediate_{id}_detail.csv`, AI_CPU when it (or its short name /
+  full name is in `aicore_intermediate_{id}_detail.csv` or the type in `..._type.csv`, AI_CPU when it (or its short name /
   type) is in `aicpu_intermediate_{id}.csv`, else OTHER. `step` is left NA.
   Without the txt, kernels stay empty.
 - trace: `timeline_display_{id}.json` or `ascend_timeline_display_{id}.json` through
@@ -153,7 +153,11 @@ def _read_kernels(ctx: _Ctx) -> None:
                     "full_op_name", "full_kernel_name")
     aicpu = _names(ctx.csv(f"aicpu_intermediate_{ctx.id}.csv"),
                    "op_type", "kernel_type", "op_name", "full_op_name")
-    is_core = full.isin(aicore).to_numpy()
+    # The per-op detail file and the timeline may number ops differently (`-opN`), so the
+    # AI Core kernel types (aicore_intermediate type file) also decide.
+    aicore_types = _names(ctx.csv(f"aicore_intermediate_{ctx.id}_type.csv"),
+                          "kernel_type", "op_type")
+    is_core = (full.isin(aicore) | typ.isin(aicore_types)).to_numpy()
     is_cpu = (full.isin(aicpu) | name.isin(aicpu) | typ.isin(aicpu)).to_numpy()
     core = np.where(is_core, "AI_CORE", np.where(is_cpu, "AI_CPU", "OTHER"))
     start = _ms_text_to_ns(df["start_time(ms)"])

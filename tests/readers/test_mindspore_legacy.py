@@ -103,3 +103,22 @@ def test_empty_step_trace_is_a_file_error(logdir):
     assert "empty" in p.errors[0].message
     assert not p.has("steps")
     assert p.has("kernels") and len(p.table("kernels")) == 2817
+
+
+def test_ai_core_kernels_by_type(logdir):
+    """Kernel types listed in the AI Core type file are AI_CORE even when the per-op detail
+    file numbers ops differently from the timeline."""
+    span = _span(logdir)
+    prof = mindspore_legacy.read(span, None)
+    with open(os.path.join(span.root, "aicore_intermediate_1_type.csv"), newline="") as fh:
+        core_types = {row["kernel_type"] for row in csv.DictReader(fh)}
+    expected = 0
+    with open(os.path.join(span.root, "output_timeline_data_1.txt"), newline="") as fh:
+        for row in csv.reader(fh, skipinitialspace=True):
+            if row and row[0] != "op_name":
+                short = row[0].rsplit("/", 1)[-1]
+                if short.rsplit("-op", 1)[0] in core_types:
+                    expected += 1
+    kernels = prof.table("kernels")
+    assert expected > 0
+    assert int((kernels["core_type"].astype(str) == "AI_CORE").sum()) == expected
