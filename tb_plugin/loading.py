@@ -137,6 +137,9 @@ class SpanState:
     trace_state: str = "pending"
     trace_error: str | None = None
     trace_attempts: int = 0
+    # What /runs needs of a ready profile (its file errors, whether it has any data), kept
+    # so that listing hundreds of runs does not reopen every cache entry on each poll.
+    summary: tuple[list[dict], bool] | None = None
 
 
 class Loader:
@@ -313,6 +316,7 @@ class Loader:
         # index again, in TensorBoard's memory).
         with self._lock:
             self._profiles.pop(st.key, None)
+            st.summary = None
         try:
             fut.result()
             st.trace_state = "ready"
@@ -332,6 +336,7 @@ class Loader:
         """The profile read again from its cache entry (after a later load stage wrote it)."""
         with self._lock:
             self._profiles.pop(st.key, None)
+            st.summary = None
         return self.profile_for(st)
 
     def _process_pool(self):
@@ -380,11 +385,14 @@ class Loader:
             if st.state == "error":
                 errors.append({"path": st.span.rel(st.span.root), "message": st.error or ""})
             elif st.state == "ready":
-                prof = self.profile_for(st)
-                if prof is not None:
-                    errors.extend(e.to_json() for e in prof.errors)
-                    if any(n > 0 for n in prof.rows.values()):
-                        ready += 1
+                if st.summary is None:
+                    prof = self.profile_for(st)
+                    if prof is not None:
+                        st.summary = ([e.to_json() for e in prof.errors],
+                                      any(n > 0 for n in prof.rows.values()))
+                if st.summary is not None:
+                    errors.extend(st.summary[0])
+                    ready += st.summary[1]
                 if st.trace_state == "error":
                     errors.append({"path": st.span.rel(st.span.root),
                                    "message": st.trace_error or ""})
