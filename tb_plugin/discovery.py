@@ -53,15 +53,6 @@ LEGACY_MS_MARKERS = [
 MAX_DIRS = 200_000
 MAX_DEPTH = 32
 
-RECOGNIZED_LAYOUTS = [
-    "*_ascend_pt/ASCEND_PROFILER_OUTPUT (torch_npu)",
-    "*_ascend_ms/ASCEND_PROFILER_OUTPUT (MindSpore 2.x)",
-    "PROF_*/mindstudio_profiler_output or PROF_*/device_N/{summary,timeline} (CANN msprof:"
-    " PaddlePaddle, TensorFlow, MindSpore)",
-    "*.pt.trace.json[.gz] (PyTorch kineto, GPU/CPU)",
-    "profiler*/ with step_trace_raw_N_detail_time.csv, output_timeline_data_N.txt, ..."
-    " (MindSpore <=2.3, MindInsight era)",
-]
 
 
 @dataclasses.dataclass

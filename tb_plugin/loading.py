@@ -27,7 +27,6 @@ from .readers import SpanSource
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
-SPAN_TIMEOUT_SECONDS = 30 * 60
 
 
 def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
@@ -154,7 +153,6 @@ class Loader:
         self._runs: dict[str, discovery.Run] = {}
         self._spans: dict[tuple[str, str, str], SpanState] = {}
         self._notes: list[str] = []
-        self._last_scan = 0.0
         self._scanned = threading.Event()
         self._pool = None
         self._inprocess = os.environ.get("NPU_PROFILER_INPROCESS") == "1"
@@ -214,7 +212,6 @@ class Loader:
             for ident in list(self._spans):
                 if ident not in live:
                     del self._spans[ident]
-            self._last_scan = time.time()
         for st in new_spans:
             self._submit(st)
 

@@ -374,19 +374,6 @@ def build(profile: Profile, step_windows=None) -> None:
     profile.release("slices", "flows", "counters")
 
 
-def store(profile: Profile, tables: dict[str, pd.DataFrame], meta: dict) -> None:
-    """Store index tables made by `build_index` (in memory) with a profile."""
-    for name, df in tables.items():
-        profile.rows[name] = len(df)
-        if profile.directory:
-            write_columns(table_path(profile.directory, name), {c: df[c] for c in df.columns})
-            profile.tables.pop(name, None)
-        else:
-            profile.tables[name] = df
-    profile.meta["trace_index"] = meta
-    profile.release("slices", "flows", "counters")
-
-
 def has_index(profile: Profile) -> bool:
     m = profile.meta.get("trace_index")
     return isinstance(m, dict) and m.get("version") == VERSION and \

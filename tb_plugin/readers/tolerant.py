@@ -79,12 +79,6 @@ def to_float(values) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def to_ns(values) -> np.ndarray:
-    """Microsecond values (text or numbers) to int64 ns; missing -> 0."""
-    return us_text_to_ns(pd.Series(values).astype("string").fillna("").to_numpy(dtype=object)
-                         if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values)
-
-
 def _decode_bytes(raw: bytes, rel_path: str) -> tuple[str, list[str]]:
     """Bytes -> text, tolerating BOM and non-UTF-8 bytes (reported as a warning)."""
     warnings: list[str] = []

@@ -60,13 +60,11 @@ class _Dialect:
     # Factor turning the file's "(MB)" numbers into MiB: torch_npu divides bytes by 1024**2
     # (factor 1); MindSpore divides KB by 1000, so MiB = value * 1000 / 1024.
     memory_mb_to_mib: float
-    host_processes: tuple[str, ...]
 
 
 _DIALECTS = {
-    "torch_npu": _Dialect("torch_npu", 1.0, ("Python", "Python GC")),
-    "mindspore": _Dialect("mindspore", 1000.0 / 1024.0,
-                          ("MindSpore", "CPU OP", "Scope Layer", "python", "python3")),
+    "torch_npu": _Dialect("torch_npu", 1.0),
+    "mindspore": _Dialect("mindspore", 1000.0 / 1024.0),
 }
 
 # Process name -> track kind (formats.md §2.2.2, §2.22). Tracks whose process is not listed
