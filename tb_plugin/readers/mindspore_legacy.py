@@ -24,9 +24,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import FileError, Profile
+from ..model import Profile
 from . import ARGS_FILE, SpanSource
-from .tolerant import InputError, pick, read_csv, us_text_to_ns
+from .context import ReadContext
+from .tolerant import InputError, pick, us_text_to_ns
 
 STEP_CATEGORIES = ["iteration_interval", "fp_and_bp", "tail"]
 _STEP_REQUIRED = ("step_num", "start_point", "end_point", "total",
@@ -36,39 +37,14 @@ _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10
 
 
-class _Ctx:
+class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None):
-        self.span = span
-        self.work_dir = work_dir
         self.id = span.device_id if span.device_id is not None else 0
-        self.profile = Profile(meta={"producer": "mindspore_legacy", "device": "npu",
-                                     "device_id": self.id})
+        super().__init__(span, Profile(meta={"producer": "mindspore_legacy", "device": "npu",
+                                             "device_id": self.id}))
+        self.work_dir = work_dir
         if span.rank is not None:
             self.profile.meta["rank"] = span.rank
-
-    def error(self, path: str, message: str) -> None:
-        self.profile.errors.append(FileError(self.span.rel(path), message))
-
-    def path(self, name: str) -> str | None:
-        p = os.path.join(self.span.root, name)
-        return p if os.path.lexists(p) and not os.path.isdir(p) else None
-
-    def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        p = self.path(name)
-        if p is None:
-            return None
-        rel = self.span.rel(p)
-        try:
-            df, warnings = read_csv(p, rel, required=required)
-        except InputError as exc:
-            self.error(p, str(exc))
-            return None
-        except Exception as exc:  # never raise for bad input
-            self.error(p, f"cannot read file: {exc}")
-            return None
-        for w in warnings:
-            self.error(p, w[len(rel) + 2:] if w.startswith(rel + ": ") else w)
-        return df
 
 
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:

@@ -63,9 +63,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import FileError, Profile
+from ..model import Profile
 from . import ARGS_FILE, SpanSource
-from .tolerant import InputError, pick, read_csv, read_json_file, to_float, us_text_to_ns
+from .context import ReadContext
+from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
 from .trace_json import read_traces
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
@@ -108,36 +109,9 @@ def _natural(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-class _Ctx:
-    def __init__(self, span: SpanSource, profile: Profile):
-        self.span = span
-        self.profile = profile
-
-    def error(self, path: str, msg: str) -> None:
-        self.profile.errors.append(FileError(self.span.rel(path), msg))
-
-    def csvs(self, paths: list[str], required=()) -> pd.DataFrame | None:
-        frames = []
-        for p in paths:
-            try:
-                df, warns = read_csv(p, self.span.rel(p), required=required)
-            except InputError as exc:
-                self.error(p, str(exc))
-                continue
-            except Exception as exc:  # noqa: BLE001
-                self.error(p, f"cannot read CSV: {exc}")
-                continue
-            for w in warns:
-                self.error(p, w)
-            frames.append(df)
-        if not frames:
-            return None
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-
-
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     profile = Profile(meta={"producer": "msprof", "device": "npu"})
-    ctx = _Ctx(span, profile)
+    ctx = ReadContext(span, profile)
     root = span.root
     out_dir = os.path.join(root, "mindstudio_profiler_output")
     dev_dirs = sorted(glob.glob(os.path.join(root, "device_*")), key=_natural)
@@ -246,7 +220,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     return profile
 
 
-def _info(ctx: _Ctx, root: str, dev_dir: str | None, device_id) -> None:
+def _info(ctx: ReadContext, root: str, dev_dir: str | None, device_id) -> None:
     cands = []
     if dev_dir and device_id is not None:
         cands.append(os.path.join(dev_dir, f"info.json.{device_id}"))
@@ -295,7 +269,7 @@ def _track_kind(process: str, thread: str) -> str:
     return "other"
 
 
-def _trace_tables(ctx: _Ctx, tt, device_id) -> None:
+def _trace_tables(ctx: ReadContext, tt, device_id) -> None:
     tracks = tt.tracks.copy()
     slice_tracks = set(tt.slices["track_id"].unique()) if len(tt.slices) else set()
     counter_tracks = set(tt.counters["track_id"].unique()) if len(tt.counters) else set()
@@ -500,7 +474,7 @@ def _steps_from_trace(profile: Profile) -> pd.DataFrame | None:
                         col("dur", "FP_BP Time"), col("dur", "Iteration Refresh"))
 
 
-def _memory(ctx: _Ctx, summary: str, device_id) -> None:
+def _memory(ctx: ReadContext, summary: str, device_id) -> None:
     recs = []
     files = _files(summary, "npu_mem", "csv")
     if files:
@@ -630,7 +604,7 @@ def _comm_entries(doc: dict):
             yield None, kind, k, v
 
 
-def _communication(ctx: _Ctx, analyze: str) -> None:
+def _communication(ctx: ReadContext, analyze: str) -> None:
     p = os.path.join(analyze, "communication.json")
     if os.path.isfile(p):
         try:

@@ -45,9 +45,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import FileError, Profile
+from ..model import Profile
 from . import ARGS_FILE, SpanSource
-from .tolerant import InputError, pick, read_csv, read_json_file, to_float, us_text_to_ns
+from .context import ReadContext
+from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -182,39 +183,13 @@ def _trace_deferrable(ctx: "_Ctx") -> bool:
         ctx.path("kernel_details.csv") is not None or ctx.path("operator_details.csv") is not None)
 
 
-class _Ctx:
+class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None, dialect: _Dialect):
-        self.span = span
+        super().__init__(span, Profile(meta={"producer": dialect.producer, "device": "npu"}),
+                         base=os.path.join(span.root, OUTPUT_DIR))
         self.work_dir = work_dir
         self.dialect = dialect
-        self.profile = Profile(meta={"producer": dialect.producer, "device": "npu"})
-        self.out = os.path.join(span.root, OUTPUT_DIR)
-
-    def error(self, path: str, message: str) -> None:
-        self.profile.errors.append(FileError(self.span.rel(path), message))
-
-    def path(self, name: str) -> str | None:
-        p = os.path.join(self.out, name)
-        # A dangling symlink or unreadable entry is returned too, so reading it reports why.
-        return p if os.path.lexists(p) and not os.path.isdir(p) else None
-
-    def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        """Read an output CSV; errors/warnings become FileErrors; None if absent/unusable."""
-        p = self.path(name)
-        if p is None:
-            return None
-        rel = self.span.rel(p)
-        try:
-            df, warnings = read_csv(p, rel, required=required)
-        except InputError as exc:
-            self.error(p, str(exc))
-            return None
-        except Exception as exc:  # never raise for bad input
-            self.error(p, f"cannot read file: {exc}")
-            return None
-        for w in warnings:
-            self.error(p, w[len(rel) + 2:] if w.startswith(rel + ": ") else w)
-        return df
+        self.out = self.base
 
 
 def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
