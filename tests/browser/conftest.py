@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import urllib.parse
 
 import pytest
@@ -173,3 +174,28 @@ def copy_screenshot_to_docs(name: str) -> None:
     if os.path.exists(src) and os.environ.get("UPDATE_DOC_SCREENSHOTS"):
         os.makedirs(dst_dir, exist_ok=True)
         shutil.copyfile(src, os.path.join(dst_dir, f"{name}.png"))
+
+
+# ---- helpers shared by the browser suites ------------------------------------------------
+
+ROWS_JS = """(tid) => {
+  const rows = [...document.querySelectorAll(`[data-testid="${tid}"] .tr[data-index]`)];
+  rows.sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index));
+  return rows.map((r) => Object.fromEntries(
+    [...r.querySelectorAll('.td')].map((c) => [c.dataset.key, c.dataset.value])));
+}"""
+
+
+def poll(fn, timeout=20.0, interval=0.2):
+    """Calls fn until it returns a truthy value; returns the last value."""
+    deadline = time.time() + timeout
+    value = fn()
+    while not value and time.time() < deadline:
+        time.sleep(interval)
+        value = fn()
+    return value
+
+
+def hash_state(page) -> dict:
+    """The plugin page's URL state (its location hash) as a dict."""
+    return dict(urllib.parse.parse_qsl(page.evaluate("location.hash").lstrip("#")))

@@ -6,39 +6,22 @@ generator's ground truth; table contents are checked against the API's JSON.
 from __future__ import annotations
 
 import json
-import time
-import urllib.parse
 
 import pytest
 
 from fixtures import generate as g
 
-from .conftest import screenshot
+from .conftest import ROWS_JS, hash_state, poll, screenshot
 
 pytestmark = pytest.mark.browser
 
 DIST_RUN = "torch_npu_dist4"
 GPU_RUN = "kineto_gpu"
 
-ROWS_JS = """(tid) => {
-  const rows = [...document.querySelectorAll(`[data-testid="${tid}"] .tr[data-index]`)];
-  rows.sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index));
-  return rows.map((r) => Object.fromEntries(
-    [...r.querySelectorAll('.td')].map((c) => [c.dataset.key, c.dataset.value])));
-}"""
 
 
-def poll(fn, timeout=20.0):
-    deadline = time.time() + timeout
-    v = fn()
-    while not v and time.time() < deadline:
-        time.sleep(0.2)
-        v = fn()
-    return v
 
 
-def hash_state(page) -> dict:
-    return dict(urllib.parse.parse_qsl(page.evaluate("location.hash").lstrip("#")))
 
 
 @pytest.fixture(scope="module")

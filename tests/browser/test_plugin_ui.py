@@ -9,14 +9,13 @@ import csv
 import io
 import math
 import tempfile
-import time
 import urllib.parse
 
 import pytest
 
 from tests.tb_server import FIXTURES, TensorBoard
 
-from .conftest import _new_page, copy_screenshot_to_docs, screenshot
+from .conftest import ROWS_JS, _new_page, copy_screenshot_to_docs, hash_state, poll, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -25,29 +24,12 @@ MULTI_WORKER_RUN = "torch_npu_dist4"
 GPU_RUN = "kineto_gpu"
 BAD_RUN = "bad_input"
 
-ROWS_JS = """(tid) => {
-  const rows = [...document.querySelectorAll(`[data-testid="${tid}"] .tr[data-index]`)];
-  rows.sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index));
-  return rows.map((r) => Object.fromEntries(
-    [...r.querySelectorAll('.td')].map((c) => [c.dataset.key, c.dataset.value])));
-}"""
 
 
 # ---- helpers -------------------------------------------------------------------------------
 
-def poll(fn, timeout=20.0, interval=0.2):
-    """Calls fn until it returns a truthy value; returns the last value."""
-    deadline = time.time() + timeout
-    value = fn()
-    while not value and time.time() < deadline:
-        time.sleep(interval)
-        value = fn()
-    return value
 
 
-def hash_state(page) -> dict:
-    h = page.evaluate("location.hash").lstrip("#")
-    return dict(urllib.parse.parse_qsl(h))
 
 
 def table_rows(page, tid: str) -> list[dict]:
