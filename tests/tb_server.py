@@ -17,7 +17,8 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
-REAL_DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "real"))
+# Real profiler output (unchanged public samples, see fixtures/real/README.md).
+REAL_DATA = os.path.join(FIXTURES, "real")
 PLUGIN = "npu_profiler"
 
 

@@ -170,8 +170,8 @@ def test_measure_range_and_zoom_to_step(page, server):
     assert b2 - a2 > 0
 
 
-@pytest.mark.parametrize("run", ["msprof_cann63", "mindspore_2x", "kineto_real_resnet50",
-                                 "torch_npu_dist4"])
+@pytest.mark.parametrize("run", ["real/mindinsight_msprof_cann63", "mindspore_2x",
+                                 "real/kineto_resnet50_w0", "torch_npu_dist4"])
 def test_timeline_paints_for_every_producer(page, server, run):
     _open(page, server, run)
     assert _nonblank(page) > 4

@@ -1,5 +1,5 @@
 """End to end: /compare/* through a real `tensorboard` process, on the two real kineto spans
-of worker0 (../shared/data/real/kineto_resnet50_w0) and on NPU vs GPU.
+of worker0 (fixtures/real/kineto_resnet50_w0) and on NPU vs GPU.
 
 Expected values are computed here from the raw trace files with the standard library.
 """
@@ -23,8 +23,6 @@ SPANS = ("1623143089861", "1623143566756")
 
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory):
-    if not os.path.isdir(RESNET):
-        pytest.skip("shared real data missing")
     logdir = tmp_path_factory.mktemp("logdir")
     os.symlink(RESNET, logdir / "resnet")
     os.symlink(os.path.join(FIXTURES, "torch_npu_dist4"), logdir / "dist4")

@@ -48,9 +48,10 @@ def test_every_fixture_run_loads_with_its_producer(tb):
     runs = {r["name"]: r for r in tb.get("runs")["runs"]}
     expected = {"torch_npu_level1": "torch_npu", "torch_npu_dist4": "torch_npu",
                 "torch_npu_legacy_2023": "torch_npu", "mindspore_2x": "mindspore",
-                "msprof_paddle": "msprof", "msprof_cann63": "msprof", "kineto_gpu": "kineto",
-                "kineto_real_resnet50": "kineto", "bad_input": "torch_npu",
-                "mindspore_legacy": "mindspore_legacy"}
+                "msprof_paddle": "msprof", "kineto_gpu": "kineto", "bad_input": "torch_npu",
+                "real/mindinsight_msprof_cann63": "msprof", "real/kineto_resnet50_w0": "kineto",
+                "real/hta_alexnet": "kineto", "real/hta_cpu_only": "kineto",
+                "real/mindspore_legacy_run1": "mindspore_legacy"}
     assert set(expected) <= set(runs)
     for name, producer in expected.items():
         assert runs[name]["state"] == "ready", (name, runs[name])

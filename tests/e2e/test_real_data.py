@@ -1,4 +1,4 @@
-"""End to end on real profiler output: a real `tensorboard` process over ../shared/data/real.
+"""End to end on real profiler output: a real `tensorboard` process over fixtures/real.
 
 Expected numbers are computed here from the raw files with the standard library, not by
 the code under test.
@@ -16,8 +16,7 @@ import pytest
 
 from tests.tb_server import REAL_DATA, TensorBoard
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not os.path.isdir(REAL_DATA), reason="shared real data missing")]
+pytestmark = pytest.mark.e2e
 
 RESNET = os.path.join(REAL_DATA, "kineto_resnet50_w0", "worker0.1623143089861.pt.trace.json.gz")
 

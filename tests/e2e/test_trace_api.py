@@ -94,7 +94,8 @@ def test_every_trace_route_on_every_profile(tb):
         st, m, _ = _get(tb, "trace/summary", start_us=s0, end_us=s1, **p)
         assert st == 200 and m["slices"] >= 0
         producers_seen.add(p["run"])
-    assert {"kineto_gpu", "msprof_cann63", "mindspore_2x", "torch_npu_level1"} <= producers_seen
+    assert {"kineto_gpu", "real/mindinsight_msprof_cann63", "mindspore_2x",
+            "torch_npu_level1"} <= producers_seen
 
 
 def test_flows_link_host_op_to_device_kernel(tb):
@@ -120,7 +121,7 @@ def test_kineto_ac2g_links_launch_to_kernel(tb):
 
 
 def test_viewport_is_bounded_when_zoomed_in_and_out(tb):
-    p = next(x for x in _profiles(tb) if x["run"] == "kineto_real_resnet50")
+    p = next(x for x in _profiles(tb) if x["run"] == "real/kineto_resnet50_w0")
     _, tracks, _ = _get(tb, "trace/tracks", **p)
     s0, s1 = tracks["start_us"], tracks["end_us"]
     for width in (1, 50, 3000):

@@ -14,8 +14,7 @@ from tb_plugin.readers import SpanSource, kineto
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-REAL = os.environ.get("TBP_REAL_DATA",
-                      os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "real")))
+REAL = os.path.join(ROOT, "fixtures", "real")
 RESNET = os.path.join(REAL, "kineto_resnet50_w0", "worker0.1623143089861.pt.trace.json.gz")
 ALEXNET = os.path.join(REAL, "hta_alexnet", "benchmark_result_2869224_1695835535_trace.json.gz")
 CPU_ONLY = os.path.join(REAL, "hta_cpu_only", "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
@@ -37,15 +36,12 @@ def _events(path):
         return json.load(fh)
 
 
-needs_real = pytest.mark.skipif(not os.path.exists(RESNET), reason="real data not present")
-
 
 @pytest.fixture(scope="module")
 def resnet():
     return _read(RESNET), _events(RESNET)["traceEvents"]
 
 
-@needs_real
 def test_resnet_kernels_match_stdlib(resnet):
     p, ev = resnet
     assert p.errors == []
@@ -64,7 +60,6 @@ def test_resnet_kernels_match_stdlib(resnet):
     assert int(k.loc[k["core_type"] == "kernel", "start_ns"].min()) == first * 1000
 
 
-@needs_real
 def test_resnet_operators_and_memory(resnet):
     p, ev = resnet
     ops = p.table("operators")
@@ -89,7 +84,6 @@ def test_resnet_operators_and_memory(resnet):
     assert set(tracks["kind"]) >= {"host", "device"}
 
 
-@needs_real
 def test_resnet_step_breakdown(resnet):
     p, ev = resnet
     steps = step_breakdown(p)
@@ -104,7 +98,6 @@ def test_resnet_step_breakdown(resnet):
     assert (steps["start_ns"].to_numpy()[1:] >= steps["end_ns"].to_numpy()[:-1]).all()
 
 
-@pytest.mark.skipif(not os.path.exists(ALEXNET), reason="real data not present")
 def test_alexnet_and_cpu_only():
     p = _read(ALEXNET)
     assert p.errors == [] and p.meta["rank"] == 0 and p.meta["device"] == "gpu"
@@ -248,7 +241,6 @@ def test_truncated_gz_small_gives_file_error(tmp_path):
     assert "truncated" in p.errors[0].message
 
 
-@needs_real
 def test_truncated_gz_keeps_events(tmp_path):
     raw = open(RESNET, "rb").read()
     bad = tmp_path / "cut.pt.trace.json.gz"

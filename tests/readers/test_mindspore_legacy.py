@@ -12,11 +12,7 @@ from tb_plugin.readers import mindspore_legacy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-REAL = os.environ.get("TBP_REAL_DATA",
-                      os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "real")))
-SAMPLE = os.path.join(REAL, "mindspore_legacy_run1")
-if not os.path.isdir(SAMPLE):  # the committed copy of the same bytes
-    SAMPLE = os.path.join(ROOT, "fixtures", "mindspore_legacy")
+SAMPLE = os.path.join(ROOT, "fixtures", "real", "mindspore_legacy_run1")
 
 
 def _ms_ns(text: str) -> int:
@@ -29,8 +25,6 @@ def _ms_ns(text: str) -> int:
 
 @pytest.fixture()
 def logdir(tmp_path):
-    if not os.path.isdir(SAMPLE):
-        pytest.skip("sample not present")
     shutil.copytree(SAMPLE, tmp_path / "mindspore_legacy_run1")
     for dirpath, _, files in os.walk(tmp_path):  # the sample may be read-only
         os.chmod(dirpath, 0o755)

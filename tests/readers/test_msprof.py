@@ -13,8 +13,7 @@ from tb_plugin.readers import SpanSource, msprof
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-REAL = os.environ.get("TBP_REAL_DATA",
-                      os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "real")))
+REAL = os.path.join(ROOT, "fixtures", "real")
 CANN63 = os.path.join(REAL, "mindinsight_msprof_cann63",
                       "PROF_000001_20230818142704322_COJGGGCANRMICFBC")
 
@@ -24,7 +23,6 @@ def _span(root, logdir=None, device_id=0):
                       producer="msprof", root=root, files=(), device_id=device_id)
 
 
-@pytest.mark.skipif(not os.path.isdir(CANN63), reason="real data not present")
 def test_cann63_per_iteration_timelines():
     p = msprof.read(_span(CANN63), None)
     assert p.errors == []
@@ -65,8 +63,6 @@ def test_cann63_per_iteration_timelines():
 
 def test_cann63_steps_from_timeline_without_overlap(tmp_path):
     """Copy of one iteration with the Overlap Analysis events removed: steps from the trace."""
-    if not os.path.isdir(CANN63):
-        pytest.skip("real data not present")
     dst = tmp_path / "PROF_000001_1_A" / "device_0" / "timeline"
     dst.mkdir(parents=True)
     ev = json.load(open(os.path.join(CANN63, "device_0", "timeline", "msprof_0_2_1.json")))
