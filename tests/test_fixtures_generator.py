@@ -1,4 +1,4 @@
-"""Tests of the fixture generator: determinism and the formats.md 3.1 cross-file invariants.
+"""Tests of the fixture generator: determinism and the docs/formats.md §3.1 cross-file invariants.
 
 The invariants are checked by reading the generated files with the stdlib csv/json modules,
 independently of the generator's internals.

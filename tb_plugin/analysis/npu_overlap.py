@@ -3,7 +3,7 @@
 torch_npu writes step_trace_time.csv only in some setups; the trace may still carry the
 msprof `Overlap Analysis` process (threads/events `Computing`, `Communication`,
 `Communication(Not Overlapped)`, `Free`). This recomputes the same numbers the way
-torch_npu does (formats.md §2.8):
+torch_npu does (docs/formats.md §2.8):
 
 - every overlap event is attributed to the step whose device-side window contains its start;
 - bd_computing / bd_communication_not_overlapped / bd_free = Σ dur of those events,

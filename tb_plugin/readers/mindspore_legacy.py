@@ -1,4 +1,5 @@
-"""MindSpore <=2.3 (MindInsight era) flat `profiler*` directory -> `Profile` (formats.md §1.3, §2.23).
+"""MindSpore <=2.3 (MindInsight era) flat `profiler*` directory -> `Profile`
+(docs/formats.md §1.3, §2.23).
 
 One span = one device id `{id}`; every file carries the id in its name.
 

@@ -2,7 +2,7 @@
 
 `span.root` is the `PROF_*` directory, `span.device_id` the device this worker stands for.
 
-Layouts (formats.md 1.4, 2.21):
+Layouts (docs/formats.md §1.4, §2.21):
 * new (CANN >= 8.0): `mindstudio_profiler_output/` with `msprof_{ts}.json` (+ sliced
   `msprof_slice_{k}_{ts}.json`), `step_trace_{ts}.json`, `op_summary_{ts}.csv` or
   `op_summary_slice_{k}_{ts}.csv` (concatenated in k order), `step_trace_{ts}.csv`,
@@ -21,8 +21,8 @@ tracks    kind by process name: CANN -> cann; Ascend Hardware / Task Scheduler -
           Overlap Analysis -> overlap; Step Trace process -> other; tracks holding only
           counter samples -> counter; framework / msproftx layers -> host; anything else
           other. device_id: pid decoding `(pid >> 5) & 31 == sort index -> pid & 31`
-          (formats.md 2.2.3, 31 = host), else the `NPU n` label, else (NPU-labelled tracks) the
-          span's device.
+          (docs/formats.md §2.2.3, 31 = host), else the `NPU n` label, else (NPU-labelled
+          tracks) the span's device.
 slices, flows, counters: as decoded by trace_json (args in the side file).
           Device tracks of other devices than `span.device_id` are kept (the timeline shows
           what the file holds); kernels and CSV rows are filtered by device.

@@ -1,7 +1,7 @@
 """torch_npu `*_ascend_pt` and MindSpore 2.x `*_ascend_ms` span directories -> `Profile`.
 
-Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (formats.md §1.1,
-§1.2, §2.2–2.12, §2.22). What differs between producers and versions is kept as data:
+Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (docs/formats.md
+§1.1, §1.2, §2.2–§2.12, §2.22). What differs between producers and versions is kept as data:
 
 - `_FIELDS_*` tables map each model column to the header variants seen across versions
   (e.g. `Step Id`/`Step ID`, `Block Num`/`Block Dim`, `Total Reserved(MB)`/`(KB)`) and a
@@ -68,7 +68,7 @@ _DIALECTS = {
     "mindspore": _Dialect("mindspore", 1000.0 / 1024.0),
 }
 
-# Process name -> track kind (formats.md §2.2.2, §2.22). Tracks whose process is not listed
+# Process name -> track kind (docs/formats.md §2.2.2, §2.22). Tracks whose process is not listed
 # are "counter" when they carry only counter samples, else "other".
 _PROCESS_KIND = {
     "Python": "host", "Python GC": "host", "MindSpore": "host", "CPU OP": "host",
@@ -469,7 +469,7 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
     counter_only = with_counters & ~with_slices
     kind = kind.where(kind.notna(), np.where(counter_only, "counter", "other"))
     t["kind"] = kind.astype(str)
-    # Device id: "NPU {id}" label first, then the msprof pid encoding (formats.md §2.2.3).
+    # Device id: "NPU {id}" label first, then the msprof pid encoding (docs/formats.md §2.2.3).
     labels = t["process_labels"].astype(str).str.extract(_NPU_LABEL, expand=False)
     dev = pd.to_numeric(labels, errors="coerce")
     pid = pd.to_numeric(t["pid"], errors="coerce")

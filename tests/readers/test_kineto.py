@@ -91,7 +91,7 @@ def test_resnet_step_breakdown(resnet):
     bd = [c for c in steps.columns if c.startswith("bd_")]
     assert (steps[bd].sum(axis=1) == steps["total_ns"]).all()
     assert (steps["end_ns"] - steps["start_ns"] == steps["total_ns"]).all()
-    # formats.md 3.2: GPU busy about 98.6 ms per step
+    # docs/formats.md §3.2: GPU busy about 98.6 ms per step
     assert np.allclose(steps["bd_kernel"] / 1e6, 98.6, atol=0.5)
     assert (steps["bd_dataloader"] > 0).all()
     # windows never overlap

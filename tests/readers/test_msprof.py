@@ -40,7 +40,7 @@ def test_cann63_per_iteration_timelines():
     assert len(k) == ref == 4900
     assert (k["core_type"] == "AI_CORE").sum() == 1370
     assert set(k["stream_id"].dropna()) == {2, 3, 4, 10, 12, 13}
-    # ~490 hardware tasks per iteration (formats.md 3.2)
+    # ~490 hardware tasks per iteration (docs/formats.md §3.2)
     windows = p.meta["step_windows"]
     assert [w[0] for w in windows] == list(range(1, 11))
     starts = k["start_ns"].to_numpy()
