@@ -36,7 +36,6 @@ def _events(path):
         return json.load(fh)
 
 
-
 @pytest.fixture(scope="module")
 def resnet():
     return _read(RESNET), _events(RESNET)["traceEvents"]
