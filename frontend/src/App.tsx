@@ -1,8 +1,7 @@
 // The shell: resolves the selection (run → worker → span → view) from the URL and the run
 // list, and shows the selected view of the registry.
 import { useEffect, useMemo, useRef, type ReactElement } from 'react';
-import { api, type ProfileKey } from './api';
-import { useAsync } from './hooks';
+import type { ProfileKey } from './api';
 import { useRunList } from './runList';
 import { deepLink, useUrlState, type StatePatch } from './state';
 import { resolveSelection } from './selection';
@@ -22,26 +21,9 @@ function openPatch(t: OpenTarget): StatePatch {
 
 export function App() {
   const [state, setState] = useUrlState();
-  const { runs, error: runsError } = useRunList();
-  const sel0 = resolveSelection(state, runs, undefined);
-  const runSummary = sel0.run;
-  const runName = runSummary?.name;
-
-  // A run that was shown stays shown while new spans of it are read (the left panel shows
-  // the progress); its info is fetched again when its state or file errors change.
-  const shownRun = useRef<string | undefined>(undefined);
-  const keepShowing = runSummary?.state === 'loading' && shownRun.current === runName;
-  const fetchInfo = !!runName && (runSummary?.state === 'ready' || keepShowing);
-  const infoRes = useAsync(fetchInfo ? (signal) => api.run(runName!, signal) : null, [
-    runName,
-    fetchInfo,
-    runSummary?.state,
-    runSummary?.errors.length,
-  ]);
-  const sel = resolveSelection(state, runs, infoRes.data);
-  useEffect(() => {
-    if (sel.info) shownRun.current = sel.info.name;
-  }, [sel.info]);
+  const { runs, error: runsError, info, infoError } = useRunList(state.run);
+  const sel = resolveSelection(state, runs, info);
+  const runSummary = sel.run;
 
   // Runs seen while the page is open, to tell "removed from the logdir" from "never existed".
   const seenRuns = useRef(new Set<string>());
@@ -92,10 +74,10 @@ export function App() {
         message={runSummary.errors.length ? `${runSummary.errors.length} file(s) failed; see the list in the left panel.` : 'Unknown error.'}
       />
     );
-  } else if (infoRes.error) {
-    main = <ErrorBox title="Cannot load run" message={infoRes.error} />;
+  } else if (!sel.info && infoError) {
+    main = <ErrorBox title="Cannot load run" message={infoError} />;
   } else if (!sel.info) {
-    main = <Loading what={`run “${runSummary.name}”`} progress={infoRes.progress} />;
+    main = <Loading what={`run “${runSummary.name}”`} />;
   } else if (!sel.worker || sel.span === undefined) {
     main = <ErrorBox title="No profile" message="This run has no worker with profiler data." />;
   } else {
@@ -116,7 +98,7 @@ export function App() {
         runsError={runsError}
         selectedRun={sel.run}
         info={sel.info}
-        infoLoading={infoRes.loading}
+        infoLoading={!sel.info}
         worker={sel.worker}
         span={sel.span}
         views={sel.views}
