@@ -140,7 +140,7 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
   const zoomTo = useCallback((startRel: number, dur: number) => setWin(around(startRel, startRel + Math.max(dur, 0.01), 0.3)), [setWin]);
   const hasRange = !!measure && measure.a !== measure.b;
   const fit = () => {
-    if (measure && measure.a !== measure.b) setWin(around(Math.min(measure.a, measure.b), Math.max(measure.a, measure.b), 0.02));
+    if (measure && hasRange) setWin(around(Math.min(measure.a, measure.b), Math.max(measure.a, measure.b), 0.02));
     else setWin({ ...bounds });
   };
 
