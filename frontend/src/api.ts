@@ -14,6 +14,16 @@ export interface RunSummary {
   state: RunState;
   progress: number;
   errors: FileError[];
+  /** The timeline is indexed after the views are served, with its own progress. */
+  trace_state?: 'loading' | 'ready';
+  trace_progress?: number;
+}
+
+export interface RunsResponse {
+  runs: RunSummary[];
+  /** False until the first scan of the logdir has finished (no runs then means "not known yet"). */
+  scanned?: boolean;
+  notes?: string[];
 }
 
 export interface Worker {
@@ -196,7 +206,7 @@ export async function getJson<T>(route: string, params: Params = {}, signal?: Ab
 }
 
 export const api = {
-  runs: (signal?: AbortSignal) => getJson<{ runs: RunSummary[] }>('runs', {}, signal),
+  runs: (signal?: AbortSignal) => getJson<RunsResponse>('runs', {}, signal),
   run: (run: string, signal?: AbortSignal) => getJson<RunInfo>('run', { run }, signal),
   steps: (key: ProfileKey, signal?: AbortSignal) => getJson<StepsResponse>('steps', profileParams(key), signal),
   kernels: (key: ProfileKey, groupBy: string, q: TableQuery, step?: string, signal?: AbortSignal) =>

@@ -9,7 +9,7 @@ describe('distributed charts', () => {
     const opt = rankBreakdownOption([
       { rank: 0, worker: '<img src=x onerror=alert(1)>', step_count: 1, avg_total_us: 10, avg_computing_us: 5,
         avg_communication_not_overlapped_us: 3, avg_overlapped_us: 1, avg_free_us: 2, avg_comm_us: 4, avg_wait_us: 1 },
-    ]);
+    ], ['computing', 'communication_not_overlapped', 'overlapped', 'free']);
     const html = ((opt.tooltip as { formatter: Fmt }).formatter)([{ dataIndex: 0 }]);
     expect(html).not.toContain('<img');
     expect(html).toContain('&lt;img');

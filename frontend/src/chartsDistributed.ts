@@ -6,10 +6,12 @@ import { escapeHtml, formatDuration, humanize } from './format';
 
 const tooltipBase = { confine: true, extraCssText: 'max-width:480px;white-space:normal;word-break:break-all;' };
 
-export const DIST_CATEGORIES = ['computing', 'communication_not_overlapped', 'overlapped', 'free'];
-// Stacked bars show computing, communication (not overlapped) and free: their sum is the step
-// time; overlapped time is part of computing and shown in the tooltip only.
-const STACKED = ['computing', 'communication_not_overlapped', 'free'];
+// The breakdown categories come from the API (`categories` of the distributed answer). Two
+// facts about them it does not send: overlapped time is part of computing (so it is shown in
+// the tooltip only and the stacked bars add up to the step time), and the straggler rule
+// compares computing time (so that segment is highlighted). See analysis/distributed.py.
+const NOT_STACKED = new Set(['overlapped']);
+const STRAGGLER_CATEGORY = 'computing';
 
 function line(name: string, value: string): string {
   return `<div style="display:flex;justify-content:space-between;gap:16px"><span>${escapeHtml(name)}</span><b>${escapeHtml(value)}</b></div>`;
@@ -20,8 +22,9 @@ function statOf(s: RankStats, cat: string): number {
   return typeof v === 'number' ? v : 0;
 }
 
-/** One stacked bar per rank: mean per step of computing / communication not overlapped / free. */
-export function rankBreakdownOption(stats: RankStats[], highlight: number[] = []): ChartOption {
+/** One stacked bar per rank: mean per step of each breakdown category (overlapped in the tooltip only). */
+export function rankBreakdownOption(stats: RankStats[], categories: string[], highlight: number[] = []): ChartOption {
+  const stacked = categories.filter((c) => !NOT_STACKED.has(c));
   const labels = stats.map((s) => `rank ${s.rank}`);
   return {
     backgroundColor: 'transparent',
@@ -39,7 +42,7 @@ export function rankBreakdownOption(stats: RankStats[], highlight: number[] = []
         return (
           head +
           line('Step time (mean)', formatDuration(s.avg_total_us)) +
-          DIST_CATEGORIES.map((c) => line(humanize(c), formatDuration(statOf(s, c)))).join('') +
+          categories.map((c) => line(humanize(c), formatDuration(statOf(s, c)))).join('') +
           line('Communication wait', formatDuration(s.avg_wait_us))
         );
       },
@@ -48,7 +51,7 @@ export function rankBreakdownOption(stats: RankStats[], highlight: number[] = []
     grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
     xAxis: { type: 'category', data: labels, axisLabel: { interval: 'auto' } },
     yAxis: { type: 'value', axisLabel: { formatter: (v: number) => formatDuration(v) } },
-    series: STACKED.map((c, i) => ({
+    series: stacked.map((c, i) => ({
       name: humanize(c),
       type: 'bar',
       stack: 'total',
@@ -56,7 +59,7 @@ export function rankBreakdownOption(stats: RankStats[], highlight: number[] = []
       itemStyle: { color: PALETTE[i % PALETTE.length] },
       data: stats.map((s) => ({
         value: statOf(s, c),
-        itemStyle: highlight.includes(s.rank) && c === 'computing' ? { color: '#e53935' } : undefined,
+        itemStyle: highlight.includes(s.rank) && c === STRAGGLER_CATEGORY ? { color: '#e53935' } : undefined,
       })),
     })),
   };

@@ -2,19 +2,6 @@
 // copied link (data/plugin_entry.html?name=npu_profiler#run=..&view=..) reproduces the view.
 import { useCallback, useEffect, useState } from 'react';
 
-export const VIEW_IDS = ['overview', 'operators', 'kernels', 'memory', 'trace', 'distributed'] as const;
-export type ViewId = (typeof VIEW_IDS)[number];
-
-export const VIEW_TITLES: Record<string, string> = {
-  overview: 'Overview',
-  operators: 'Operators',
-  kernels: 'Kernels',
-  memory: 'Memory',
-  trace: 'Trace',
-  distributed: 'Distributed',
-  compare: 'Compare',
-};
-
 export interface UrlState {
   run?: string;
   worker?: string;

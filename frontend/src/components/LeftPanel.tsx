@@ -4,8 +4,7 @@ import { useState } from 'react';
 import type { RunInfo, RunSummary, Worker } from '../api';
 import { formatPercent } from '../format';
 import { ProgressBar } from './States';
-import { VIEW_TITLES } from '../state';
-
+import { COMPARE_VIEW, viewTitle } from '../views/registry';
 
 export interface LeftPanelProps {
   runs?: RunSummary[];
@@ -148,7 +147,7 @@ export function LeftPanel(p: LeftPanelProps) {
               className={`nav-item ${v === p.view ? 'active' : ''}`}
               onClick={() => p.onView(v)}
             >
-              {VIEW_TITLES[v] ?? v}
+              {viewTitle(v)}
             </button>
           ))}
         </div>
@@ -168,11 +167,11 @@ export function LeftPanel(p: LeftPanelProps) {
           <button
             type="button"
             data-testid="nav-compare"
-            aria-selected={p.view === 'compare'}
-            className={`nav-item ${p.view === 'compare' ? 'active' : ''}`}
+            aria-selected={p.view === COMPARE_VIEW.id}
+            className={`nav-item ${p.view === COMPARE_VIEW.id ? 'active' : ''}`}
             onClick={() => p.onCompareView?.()}
           >
-            {VIEW_TITLES.compare}
+            {COMPARE_VIEW.title}
           </button>
         </div>
       )}

@@ -11,12 +11,13 @@ import { ErrorBox, Loading, Notice } from '../components/States';
 import { formatDuration, humanize } from '../format';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
+import type { Filters, OpenTarget, SetFilters } from './types';
 
 export interface CompareViewProps {
   runs: RunSummary[];
-  filters: Record<string, string>;
-  setFilters: (f: Record<string, string | undefined>) => void;
-  onOpen: (p: ProfileKey, view: string) => void;
+  filters: Filters;
+  setFilters: SetFilters;
+  open: (target: OpenTarget) => void;
 }
 
 type Row = Record<string, unknown>;
@@ -97,7 +98,7 @@ function useCompleted(p: ProfileKey | undefined): ProfileKey | undefined {
   return { run: p.run, worker: w.name, span: p.span && w.spans.includes(p.span) ? p.span : (w.spans[0] ?? '') };
 }
 
-export function CompareView({ runs, filters, setFilters, onOpen }: CompareViewProps) {
+export function CompareView({ runs, filters, setFilters, open }: CompareViewProps) {
   const baseRaw = decodeProfile(filters['cmp.base']);
   const expRaw = decodeProfile(filters['cmp.exp']);
   const base = useCompleted(baseRaw);
@@ -132,10 +133,10 @@ export function CompareView({ runs, filters, setFilters, onOpen }: CompareViewPr
       </div>
       {ready && (
         <div className="controls">
-          <button type="button" className="btn small" data-testid="open-base" onClick={() => onOpen(base!, 'overview')}>
+          <button type="button" className="btn small" data-testid="open-base" onClick={() => open({ ...base!, view: 'overview' })}>
             Open base
           </button>
-          <button type="button" className="btn small" data-testid="open-exp" onClick={() => onOpen(exp!, 'overview')}>
+          <button type="button" className="btn small" data-testid="open-exp" onClick={() => open({ ...exp!, view: 'overview' })}>
             Open experiment
           </button>
         </div>

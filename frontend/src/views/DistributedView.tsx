@@ -2,7 +2,6 @@
 // then the per-rank breakdown (all ranks up to 64, else the distribution and the outliers),
 // the rank x step heatmap, communication per op / per rank and the communication matrix.
 import { useMemo } from 'react';
-import type { RunInfo } from '../api';
 import { distApi, type Finding, type RankStats } from '../apiDistributed';
 import { histogramOption, matrixOption, rankBreakdownOption, stepHeatmapOption } from '../chartsDistributed';
 import { Chart } from '../components/Chart';
@@ -11,23 +10,16 @@ import { ErrorBox, Loading, Notice } from '../components/States';
 import { formatCount, formatDuration } from '../format';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
-import { Figure } from './Overview';
+import { Figure } from '../components/Figure';
+import type { ViewProps } from './types';
 
 export const ALL_RANKS_MAX = 64;
 const OUTLIERS = 32;
 
-export interface DistributedViewProps {
-  run: string;
-  info: RunInfo;
-  filters: Record<string, string>;
-  setFilters: (f: Record<string, string | undefined>) => void;
-  /** Opens one rank's worker in a per-profile view. */
-  onOpen: (worker: string, view: string) => void;
-}
-
 type Row = Record<string, unknown>;
 
-export function DistributedView({ run, info, filters, setFilters, onOpen }: DistributedViewProps) {
+export function DistributedView({ profile, info, filters, setFilters, open }: ViewProps) {
+  const run = profile.run;
   const spanIndex = Math.max(0, Number(filters['dist.span'] ?? '0') || 0);
   const commGroup = filters['dist.comm'] === 'rank' ? 'rank' : 'op';
   const spanCount = Math.max(1, ...info.workers.map((w) => w.spans.length));
@@ -45,7 +37,7 @@ export function DistributedView({ run, info, filters, setFilters, onOpen }: Dist
     if (!big) return d.ranks.map((r) => r.stats);
     return d.slowest.slice(0, OUTLIERS);
   }, [d, big]);
-  const barOpt = useMemo(() => (barStats.length ? rankBreakdownOption(barStats, slowRanks) : null), [barStats, slowRanks]);
+  const barOpt = useMemo(() => (barStats.length ? rankBreakdownOption(barStats, d!.categories, slowRanks) : null), [barStats, d, slowRanks]);
   const heatOpt = useMemo(() => (d && d.steps.length ? stepHeatmapOption(d.heatmap) : null), [d]);
   const histOpt = useMemo(() => (d && big ? histogramOption(d.distribution.histogram) : null), [d, big]);
   const matOpt = useMemo(
@@ -118,7 +110,7 @@ export function DistributedView({ run, info, filters, setFilters, onOpen }: Dist
             {d.findings.map((f, i) => (
               <FindingItem key={i} f={f} onOpen={(rank) => {
                 const w = workerOfRank(rank);
-                if (w) onOpen(w, 'overview');
+                if (w) open({ worker: w, view: 'overview' });
               }} />
             ))}
           </ul>

@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import { api, csvUrl, profileParams, type KernelRow } from '../api';
-import type { ViewProps } from '../App';
+import type { ViewProps } from './types';
 import { traceHash } from '../timeline/link';
 import { pieOption, topNWithOther } from '../charts';
 import { Chart } from '../components/Chart';

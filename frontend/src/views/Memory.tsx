@@ -1,6 +1,6 @@
 import { useCallback, useMemo, useRef } from 'react';
 import { api, csvUrl, profileParams, type AllocationRow, type MemoryResponse } from '../api';
-import type { ViewProps } from '../App';
+import type { ViewProps } from './types';
 import { memoryCurveOption, memoryStart } from '../charts';
 import { Chart, type ChartInstance } from '../components/Chart';
 import { DataTable, localPage, toCsv, type Column } from '../components/DataTable';

@@ -1,8 +1,9 @@
 import { useMemo } from 'react';
 import { api, type Step } from '../api';
-import type { ViewProps } from '../App';
+import type { ViewProps } from './types';
 import { averageBreakdown, pieOption, stepBreakdownOption } from '../charts';
 import { Chart } from '../components/Chart';
+import { Figure } from '../components/Figure';
 import { DataTable, localPage, toCsv, type Column } from '../components/DataTable';
 import { ErrorBox, Loading, Notice } from '../components/States';
 import { formatCount, formatDuration, humanize } from '../format';
@@ -79,15 +80,6 @@ export function OverviewView({ profile, worker, filters, setFilters }: ViewProps
           searchPlaceholder="Search step…"
         />
       </section>
-    </div>
-  );
-}
-
-export function Figure({ label, value, testId, raw }: { label: string; value: string; testId: string; raw?: string | number }) {
-  return (
-    <div className="figure" data-testid={testId} data-value={raw === undefined ? undefined : String(raw)}>
-      <div className="figure-label">{label}</div>
-      <div className="figure-value">{value}</div>
     </div>
   );
 }
