@@ -447,7 +447,7 @@ class TraceIndex:
         e = np.minimum(self.start[idx] + self.dur[idx], t1)
         inside = np.maximum(e - s, 0)
         if len(idx) == 0:
-            return {"start_us": t0 / US, "end_us": t1 / US, "slices": 0, "rows": []}
+            return {"start_us": t0 / US, "end_us": t1 / US, "slices": 0, "names": 0, "rows": []}
         df = pd.DataFrame({"name": self.name[idx], "t": inside, "n": 1})
         g = df.groupby("name").agg(count=("n", "sum"), total=("t", "sum"))
         g = g.sort_values("total", ascending=False)
