@@ -1,5 +1,8 @@
-"""Route handlers: parse and validate parameters, find the profile, call one analysis,
-serialize. No analysis logic lives here.
+"""Routes of the profile views (overview, operators, kernels, memory, trace download), and
+the request helpers every route module shares: find the profile a request names
+(`profile_from`), answer a table (`_table_response`), the analysis-results LRU. A handler
+parses and validates parameters, finds the profile, calls one analysis and serializes; no
+analysis logic lives here.
 
 Every handler takes (request, loader) and returns a werkzeug Response; `ApiError`s become
 JSON errors (404 unknown run/worker/span, 400 bad parameter, 503 still loading).
