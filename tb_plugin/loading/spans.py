@@ -25,6 +25,7 @@ class SpanFacts:
     rank: int | None = None
     trace_file: bool = False    # the span has a trace file (timeline possible)
     trace_ready: bool = False   # the timeline stage has run on this entry
+    has_data: bool = False      # some table has rows
 
     @classmethod
     def of(cls, profile: Profile) -> "SpanFacts":
@@ -33,19 +34,16 @@ class SpanFacts:
             rank = int(meta["rank"]) if meta.get("rank") is not None else None
         except (TypeError, ValueError):
             rank = None
-        return cls(rows={k: int(v) for k, v in profile.rows.items()},
-                   errors=[e.to_json() for e in profile.errors],
+        rows = {k: int(v) for k, v in profile.rows.items()}
+        return cls(rows=rows, errors=[e.to_json() for e in profile.errors],
                    device=meta.get("device"), rank=rank,
                    trace_file=bool(meta.get("trace_file")),
-                   trace_ready=bool(meta.get("trace_ready")))
+                   trace_ready=bool(meta.get("trace_ready")),
+                   has_data=any(n > 0 for n in rows.values()))
 
     def has(self, table: str) -> bool:
         """Like `Profile.has`: the table exists and has rows."""
         return self.rows.get(table, 0) > 0
-
-    @property
-    def has_data(self) -> bool:
-        return any(n > 0 for n in self.rows.values())
 
 
 @dataclasses.dataclass(eq=False)

@@ -17,15 +17,15 @@ def run_status(name: str, states: list[SpanState]) -> dict:
     errors: list[dict] = []
     with_data = 0
     for st in states:
-        where = st.span.rel(st.span.root)
         if st.state == "error":
-            errors.append({"path": where, "message": st.error or ""})
+            errors.append({"path": st.span.rel(st.span.root), "message": st.error or ""})
         elif st.state == "ready":
             if st.facts is not None:
                 errors.extend(st.facts.errors)
                 with_data += st.facts.has_data
             if st.trace_state == "error":
-                errors.append({"path": where, "message": st.trace_error or ""})
+                errors.append({"path": st.span.rel(st.span.root),
+                               "message": st.trace_error or ""})
     if total and done < total:
         state = "loading"
     elif total and with_data == 0:

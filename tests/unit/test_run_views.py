@@ -121,8 +121,9 @@ def _state(tmp_path, name, **kw):
 
 
 def test_run_status_is_computed_from_the_states(tmp_path):
-    empty = SpanFacts(rows={"kernels": 0}, errors=[])
-    good = SpanFacts(rows={"kernels": 3}, errors=[{"path": "r/a", "message": "bad row"}])
+    empty = SpanFacts(rows={"kernels": 0}, errors=[], has_data=False)
+    good = SpanFacts(rows={"kernels": 3}, errors=[{"path": "r/a", "message": "bad row"}],
+                     has_data=True)
     states = [_state(tmp_path, "a", state="ready", facts=good, trace_state="ready"),
               _state(tmp_path, "b", state="loading")]
     s = run_status("r", states)
