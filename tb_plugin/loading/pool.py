@@ -59,8 +59,8 @@ class ReaderPool:
         fut.add_done_callback(lambda f: self._finished(outcome, fn, args, attempt, f))
 
     def _finished(self, outcome: cf.Future, fn, args, attempt: int, fut: cf.Future) -> None:
-        if fut.cancelled():
-            outcome.cancel() or outcome.set_exception(cf.CancelledError())
+        if fut.cancelled():  # the pool was shut down before the task ran
+            outcome.cancel()
             return
         exc = fut.exception()
         if isinstance(exc, BrokenReader):
