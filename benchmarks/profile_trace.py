@@ -33,7 +33,7 @@ def main(logdir: str) -> None:
     t = time.time()
     build_trace(span, cache.root, key)
     print(f"stage 2 (trace + index): {time.time() - t:.2f}s, peak RSS so far {rss_mb():.0f} MB")
-    entry = os.path.join(cache.root, key[:2], key)
+    entry = cache.entry_dir(key)
     prof = open_profile(entry)
     print("rows:", {k: v for k, v in prof.rows.items() if k.startswith(("slices", "flows", "trace_"))})
     t = time.time()

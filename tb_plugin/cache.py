@@ -1,9 +1,19 @@
 """On-disk cache of normalized profiles, keyed by the source files' path, size and mtime.
 
-Layout: `<root>/v<VERSION>/<key[:2]>/<key>/` holding `meta.json` (meta, errors, table list)
-and one Arrow IPC file per table (`<table>.arrow`), plus the trace args side file. Entries
-are built in a temporary sibling directory and renamed into place, so a crash never leaves
-a half-written entry. A restart memory-maps the Arrow files instead of parsing again.
+This module is the only one that knows the layout; every other module (the reader
+processes included) asks a `ProfileCache` for an entry's directory, opens an entry or
+writes one through it:
+
+    <root>/v<VERSION>/<key[:2]>/<key>/            one entry per profile (span)
+        meta.json                                 meta, file errors, row count per table
+        <table>.arrow                             one Arrow IPC file per table
+        <args side file>                          the trace args (`meta.args_file`)
+    <root>/v<VERSION>/<kind>/<key[:2]>/<key><suffix>   derived results kept per entry
+                                                  (e.g. kind "distributed": rank summaries)
+
+Entries are built in a temporary sibling directory and renamed into place, so a crash never
+leaves a half-written entry; an entry is complete when its meta.json exists. A restart
+memory-maps the Arrow files instead of parsing again.
 
 The root is outside the logdir: `$NPU_PROFILER_CACHE_DIR`, else
 `${XDG_CACHE_HOME:-~/.cache}/tensorboard-plugin-npu-profiler`. When it cannot be written, a
@@ -24,6 +34,7 @@ from .model import FileError, Profile, table_path, write_table
 # Bump when readers or the model change what they store.
 VERSION = 1
 APP_DIR = "tensorboard-plugin-npu-profiler"
+META_FILE = "meta.json"
 
 
 def default_root() -> str:
@@ -49,13 +60,21 @@ class ProfileCache:
         if not self.writable:
             self.root = tempfile.mkdtemp(prefix="npu-profiler-cache-")
             self.writable = True
-        self._lock = threading.Lock()
+
+    @classmethod
+    def at(cls, versioned_root: str) -> "ProfileCache":
+        """The cache whose versioned root (`cache.root`) is already known, as a reader
+        process gets it: no version directory added, no probe."""
+        cache = cls.__new__(cls)
+        cache.root = versioned_root
+        cache.writable = True
+        return cache
 
     def entry_dir(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key)
 
     def has(self, key: str) -> bool:
-        return os.path.isfile(os.path.join(self.entry_dir(key), "meta.json"))
+        return os.path.isfile(os.path.join(self.entry_dir(key), META_FILE))
 
     def new_work_dir(self, key: str) -> str:
         parent = os.path.join(self.root, key[:2])
@@ -75,6 +94,36 @@ class ProfileCache:
 
     def load(self, key: str) -> Profile:
         return open_profile(self.entry_dir(key))
+
+    def update(self, key: str, profile: Profile) -> None:
+        """Write a later load stage's tables and meta into the existing entry."""
+        write_profile(self.entry_dir(key), profile)
+
+    # ---- derived results kept next to the entries ---------------------------------------
+    def derived_path(self, kind: str, key: str, suffix: str) -> str:
+        return os.path.join(self.root, kind, key[:2], f"{key}{suffix}")
+
+    def read_derived(self, kind: str, key: str, suffix: str):
+        """The JSON document stored for an entry, or None when there is none (or it is
+        unreadable: it is then computed again)."""
+        try:
+            with open(self.derived_path(kind, key, suffix), encoding="utf-8") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def write_derived(self, kind: str, key: str, suffix: str, doc) -> None:
+        """Store a JSON document for an entry (write-aside-and-rename; best effort: a
+        read-only cache only means it is computed again next time)."""
+        path = self.derived_path(kind, key, suffix)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
 
 def _ensure_writable(path: str) -> bool:
@@ -106,15 +155,15 @@ def write_profile(directory: str, profile: Profile) -> None:
     meta = {k: _json_safe(v) for k, v in profile.meta.items() if not k.startswith("args_table")}
     doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors],
            "rows": {k: int(v) for k, v in profile.rows.items()}}
-    tmp = os.path.join(directory, f"meta.json.tmp-{os.getpid()}")
+    tmp = os.path.join(directory, f"{META_FILE}.tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
-    os.replace(tmp, os.path.join(directory, "meta.json"))
+    os.replace(tmp, os.path.join(directory, META_FILE))
 
 
 def open_profile(directory: str) -> Profile:
     """A cached profile: meta now, tables memory-mapped on first use."""
-    with open(os.path.join(directory, "meta.json"), encoding="utf-8") as fh:
+    with open(os.path.join(directory, META_FILE), encoding="utf-8") as fh:
         doc = json.load(fh)
     return Profile(meta=doc.get("meta", {}),
                    errors=[FileError(**e) for e in doc.get("errors", [])],

@@ -24,6 +24,7 @@ import os
 import re
 import stat
 
+from .natural_sort import natural_key
 from .readers import SpanSource
 
 ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -79,11 +80,7 @@ class Run:
     def sorted_workers(self) -> list[Worker]:
         return sorted(self.workers.values(),
                       key=lambda w: (w.rank is None, w.rank if w.rank is not None else 0,
-                                     _natural(w.name)))
-
-
-def _natural(s: str):
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
+                                     natural_key(w.name)))
 
 
 def _span_sort_key(s: str):

@@ -9,7 +9,7 @@ import posixpath
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .http import api, api_distributed, api_trace
+from .http import api_runs, views
 from .http.responses import ApiError, error_response
 from .loading import Loader
 
@@ -18,11 +18,11 @@ log = logging.getLogger(__name__)
 PLUGIN_NAME = "npu_profiler"
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
-# Route -> handler(request, loader), one table per http module. Documented in
-# docs/http_api.md.
-ROUTES = {**api.ROUTES, **api_trace.ROUTES, **api_distributed.ROUTES}
-# Run-level views listed by `/run` after the per-profile ones.
-api.RUN_VIEWS[:] = [api_distributed.run_view]
+# Route -> handler(request, loader): the run listing, then the route table of every module
+# in the view registry (http/views.py). Documented in docs/http_api.md.
+ROUTES = {**api_runs.ROUTES}
+for _module in views.route_modules():
+    ROUTES.update(_module.ROUTES)
 
 
 class NpuProfilerPlugin(base_plugin.TBPlugin):

@@ -37,16 +37,14 @@ Definitions:
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import threading
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 
+from ..cache import ProfileCache
+from ..lru import LRU
 from ..model import Profile
 from .kernels import view_rows
 
@@ -250,43 +248,28 @@ def rank_summary(profile: Profile) -> dict:
 
 
 class SummaryStore:
-    """Per-rank summaries: memory LRU, then `<cache root>/distributed/<key>.json`, then
-    computed from the profile (its tables released afterwards)."""
+    """Per-rank summaries: memory LRU, then the JSON the cache keeps for the entry
+    (`ProfileCache.derived_path("distributed", key, ...)`), then computed from the profile
+    (its tables released afterwards)."""
 
     def __init__(self, size: int = 8192):
-        self.size = size
-        self._mem: OrderedDict[str, dict] = OrderedDict()
-        self._lock = threading.Lock()
+        self._mem: LRU[str, dict] = LRU(size)
 
     def get(self, cache_root: str, key: str, load_profile) -> dict | None:
-        with self._lock:
-            hit = self._mem.get(key)
-            if hit is not None:
-                self._mem.move_to_end(key)
-                return hit
-        path = os.path.join(cache_root, "distributed", key[:2], f"{key}.v{SUMMARY_VERSION}.json")
-        summary = None
-        try:
-            with open(path, encoding="utf-8") as fh:
-                summary = json.load(fh)
-        except (OSError, ValueError):
+        hit = self._mem.get(key)
+        if hit is not None:
+            return hit
+        cache = ProfileCache.at(cache_root)
+        suffix = f".v{SUMMARY_VERSION}.json"
+        summary = cache.read_derived("distributed", key, suffix)
+        if summary is None:
             prof = load_profile()
             if prof is None:
                 return None
             summary = rank_summary(prof)
             prof.release()
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-                with open(tmp, "w", encoding="utf-8") as fh:
-                    json.dump(summary, fh)
-                os.replace(tmp, path)
-            except OSError:
-                pass
-        with self._lock:
-            self._mem[key] = summary
-            while len(self._mem) > self.size:
-                self._mem.popitem(last=False)
+            cache.write_derived("distributed", key, suffix, summary)
+        self._mem.put(key, summary)
         return summary
 
 

@@ -11,9 +11,12 @@ Definitions:
 - search: case-insensitive *literal* substring match on one key column (regex
   metacharacters such as `.`, `*`, `(` or `[` match themselves). Empty / None = no filter.
 - paging: `limit` rows from `offset`. `limit=None` means DEFAULT_LIMIT (1000 rows, enough
-  for a screenful of a virtualized table without shipping megabytes of JSON); any limit is
-  capped at MAX_LIMIT (10000). `total_rows` counts rows after the search, before paging.
-  `paginate=False` (CSV export) returns every filtered, sorted row.
+  for a screenful of a virtualized table without shipping megabytes of JSON); a page holds
+  at most MAX_LIMIT (10000) rows, a larger limit is clipped to it. The HTTP layer accepts
+  `limit` up to LIMIT_PARAM_MAX (100000; above: 400), so a client asking for "everything"
+  gets the first MAX_LIMIT rows and `total_rows` tells it how many there are.
+  `total_rows` counts rows after the search, before paging. `paginate=False` (CSV export)
+  returns every filtered, sorted row; the HTTP layer writes at most MAX_CSV_ROWS of them.
 - CSV: UTF-8 text, header row, numbers at full precision (shortest round-trip repr), missing
   values empty, RFC 4180 quoting (commas, quotes, newlines). Text cells starting with
   = + - @ (or tab / carriage return) get a leading single quote so spreadsheets do not run
@@ -30,8 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-DEFAULT_LIMIT = 1000
-MAX_LIMIT = 10000
+# The row limits of every table route, here only (docs/http_api.md "Table parameters").
+DEFAULT_LIMIT = 1000        # rows of a JSON page when `limit` is not given
+MAX_LIMIT = 10_000          # the most rows one JSON page holds (a larger limit is clipped)
+LIMIT_PARAM_MAX = 100_000   # the largest `limit` a request may give (above: 400)
+MAX_CSV_ROWS = 1_000_000    # the most rows of a `format=csv` download
 
 _INJECTION_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 
+from ..lru import LRU
 from ..model import Profile
+from ..natural_sort import natural_key
 from . import trace_index as ti
 
 LIVE_MAX = 20000        # a lane with at most this many slices in the window is merged live
 MAX_ITEMS = 20000       # slices + blocks per viewport answer (about 0.6 MB of JSON)
 RUN_PX = 24             # a merged block never spans more than this many pixels
 US = 1000.0
+SEARCHES_KEPT = 16      # result sets of recent searches, per index
+INDEXES_KEPT = 8        # open timeline indexes (a few profiles' views in memory)
 
 
 class TraceIndex:
@@ -100,8 +103,7 @@ class TraceIndex:
             for a, b in zip(gs.tolist(), ends.tolist()):
                 self.c_groups.append((int(tr[a]), cats[se[a]], a, b))
         self.tracks_df = profile.table("tracks")
-        self._search_cache: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._search_cache: LRU = LRU(SEARCHES_KEPT)
 
     # ---- tracks -------------------------------------------------------------------------
     def tracks(self) -> dict:
@@ -126,15 +128,13 @@ class TraceIndex:
             })
         # Natural order: the producer's process sort index, then process name; threads by their
         # sort index, then a numeric-aware name order.
-        def natural(s: str):
-            return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]
         proc_rank: dict[str, tuple] = {}
         for r in rows:
-            k = (r["_ps"], natural(r["process"]), r["pid"])
+            k = (r["_ps"], natural_key(r["process"]), r["pid"])
             if r["pid"] not in proc_rank or k < proc_rank[r["pid"]]:
                 proc_rank[r["pid"]] = k
         rows.sort(key=lambda r: (proc_rank[r["pid"]], r["kind"] == "counter", r["_ts"],
-                                 natural(r["thread"]), r["id"]))
+                                 natural_key(r["thread"]), r["id"]))
         for i, r in enumerate(rows):
             r["sort"] = i
             del r["_ps"], r["_ts"]
@@ -374,10 +374,9 @@ class TraceIndex:
     def search(self, q: str | None, regex: bool, cat: str | None, min_dur: int | None,
                max_dur: int | None, track: int | None) -> np.ndarray:
         key = (q, regex, cat, min_dur, max_dur, track)
-        with self._lock:
-            if key in self._search_cache:
-                self._search_cache.move_to_end(key)
-                return self._search_cache[key]
+        cached = self._search_cache.get(key)
+        if cached is not None:
+            return cached
         mask = None
         if q:
             if regex:
@@ -406,10 +405,7 @@ class TraceIndex:
             mask = m if mask is None else mask & m
         hits = np.flatnonzero(mask) if mask is not None else np.arange(len(self.track))
         hits = hits[np.argsort(self.start[hits], kind="stable")]
-        with self._lock:
-            self._search_cache[key] = hits
-            while len(self._search_cache) > 16:
-                self._search_cache.popitem(last=False)
+        self._search_cache.put(key, hits)
         return hits
 
     # ---- counters -----------------------------------------------------------------------
@@ -451,7 +447,7 @@ class TraceIndex:
         e = np.minimum(self.start[idx] + self.dur[idx], t1)
         inside = np.maximum(e - s, 0)
         if len(idx) == 0:
-            return {"start_us": t0 / US, "end_us": t1 / US, "slices": 0, "rows": []}
+            return {"start_us": t0 / US, "end_us": t1 / US, "slices": 0, "names": 0, "rows": []}
         df = pd.DataFrame({"name": self.name[idx], "t": inside, "n": 1})
         g = df.groupby("name").agg(count=("n", "sum"), total=("t", "sum"))
         g = g.sort_values("total", ascending=False)
@@ -471,7 +467,7 @@ def _first(d: dict, keys) -> str:
     return ""
 
 
-_indexes: OrderedDict = OrderedDict()
+_indexes: LRU = LRU(INDEXES_KEPT)
 _lock = threading.Lock()
 _building: dict = {}
 
@@ -481,7 +477,6 @@ def index_for(profile: Profile, key: str) -> TraceIndex:
     with _lock:
         idx = _indexes.get(key)
         if idx is not None and idx.profile is profile:
-            _indexes.move_to_end(key)
             return idx
         ev = _building.get(key)
         if ev is None:
@@ -497,10 +492,7 @@ def index_for(profile: Profile, key: str) -> TraceIndex:
             return idx
     try:
         idx = TraceIndex(profile)
-        with _lock:
-            _indexes[key] = idx
-            while len(_indexes) > 8:
-                _indexes.popitem(last=False)
+        _indexes.put(key, idx)
         return idx
     finally:
         if owner:

@@ -1,5 +1,8 @@
-"""Route handlers: parse and validate parameters, find the profile, call one analysis,
-serialize. No analysis logic lives here.
+"""Routes of the profile views (overview, operators, kernels, memory, trace download), and
+the request helpers every route module shares: find the profile a request names
+(`profile_from`), answer a table (`_table_response`), the analysis-results LRU. A handler
+parses and validates parameters, finds the profile, calls one analysis and serializes; no
+analysis logic lives here.
 
 Every handler takes (request, loader) and returns a werkzeug Response; `ApiError`s become
 JSON errors (404 unknown run/worker/span, 400 bad parameter, 503 still loading).
@@ -8,8 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from collections import OrderedDict
 
 import pandas as pd
 
@@ -19,48 +20,13 @@ from ..analysis import operators as operators_view
 from ..analysis import overview as overview_view
 from ..analysis import tables
 from ..loading import Loader
+from ..lru import LRU
 from ..model import Profile
 from . import params
 from .responses import ApiError, csv_response, file_response, json_response
 
-MAX_CSV_ROWS = 1_000_000
-
-# Which views a profile supports, from which tables it has.
-VIEW_TABLES = [
-    ("overview", ("steps",)),
-    ("operators", ("operators",)),
-    ("kernels", ("kernels",)),
-    ("memory", ("memory_records", "memory_allocations", "module_memory")),
-    ("trace", ("slices", "counters")),
-]
-
-# Run-level views contributed by other http modules (wired in plugin.py): callables
-# (loader, run) -> view name or None, listed by `run` after the profile views.
-RUN_VIEWS: list = []
-
-
-class ResultCache:
-    """Small LRU for analysis results (a table is computed once per profile and params)."""
-
-    def __init__(self, size: int = 128):
-        self.size = size
-        self._d: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, compute):
-        with self._lock:
-            if key in self._d:
-                self._d.move_to_end(key)
-                return self._d[key]
-        value = compute()
-        with self._lock:
-            self._d[key] = value
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-        return value
-
-
-_results = ResultCache()
+# Analysis results (a table is computed once per profile and parameters).
+_results: LRU = LRU(128)
 
 
 # ---- profile lookup --------------------------------------------------------------------
@@ -105,13 +71,6 @@ def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
     return prof, st.key
 
 
-def views_of(prof: Profile) -> list[str]:
-    views = [v for v, tabs in VIEW_TABLES if any(prof.has(t) for t in tabs)]
-    if "trace" not in views and prof.meta.get("trace_file"):
-        views.append("trace")
-    return views
-
-
 # ---- table helper ------------------------------------------------------------------------
 
 def _table_response(args, df: pd.DataFrame, default_sort: str, key_column: str,
@@ -121,7 +80,7 @@ def _table_response(args, df: pd.DataFrame, default_sort: str, key_column: str,
         if tp["format"] == "csv":
             page, total = tables.apply(df, tp["sort"], default_sort, tp["search"], key_column,
                                        paginate=False)
-            return csv_response(tables.to_csv(page.head(MAX_CSV_ROWS)), filename)
+            return csv_response(tables.to_csv(page.head(tables.MAX_CSV_ROWS)), filename)
         page, total = tables.apply(df, tp["sort"], default_sort, tp["search"], key_column,
                                    tp["limit"], tp["offset"])
     except ValueError as exc:
@@ -134,49 +93,15 @@ def _table_response(args, df: pd.DataFrame, default_sort: str, key_column: str,
 
 # ---- routes --------------------------------------------------------------------------------
 
-def runs(request, loader: Loader):
-    out = [loader.run_status(r.name) for r in loader.runs()]
-    return json_response({"runs": out, "scanned": loader.wait_scanned(0),
-                          "notes": loader.notes()})
-
-
-def run(request, loader: Loader):
-    name = params.text(request.args, "run", required=True)
-    r = loader.run(name)
-    if r is None:
-        raise ApiError(404, f"unknown run {name!r}")
-    views: list[str] = []
-    workers = []
-    for w in r.sorted_workers():
-        device = w.device
-        for span in w.sorted_spans():
-            st = loader.span_state(r.name, w.name, span)
-            prof = loader.profile_for(st) if st is not None else None
-            if prof is not None:
-                device = prof.meta.get("device", device)
-                for v in views_of(prof):
-                    if v not in views:
-                        views.append(v)
-        workers.append({"name": w.name, "rank": w.rank, "device": device,
-                        "producer": w.producer, "spans": w.sorted_spans()})
-    order = [v for v, _ in VIEW_TABLES]
-    views.sort(key=lambda v: order.index(v) if v in order else len(order))
-    views += [v for v in (hook(loader, r) for hook in RUN_VIEWS) if v and v not in views]
-    status = loader.run_status(r.name)
-    return json_response({"name": r.name, "views": views, "workers": workers,
-                          "state": status["state"], "progress": status["progress"],
-                          "errors": status["errors"]})
-
-
 def steps(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = _results.get((key, "steps"), lambda: overview_view.steps(prof))
+    data = _results.get_or_compute((key, "steps"), lambda: overview_view.steps(prof))
     return json_response(data)
 
 
 def summary(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = _results.get((key, "summary"), lambda: overview_view.summary(prof))
+    data = _results.get_or_compute((key, "summary"), lambda: overview_view.summary(prof))
     return json_response(data)
 
 
@@ -184,7 +109,7 @@ def kernels(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "type", "core"), "name")
     step = params.integer(request.args, "step")
-    df = _results.get((key, "kernels", group_by, step),
+    df = _results.get_or_compute((key, "kernels", group_by, step),
                       lambda: kernels_view.table(prof, group_by, step))
     return _table_response(request.args, df, "-total_us", group_by, f"kernels_by_{group_by}.csv")
 
@@ -192,7 +117,7 @@ def kernels(request, loader: Loader):
 def operators(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
-    df = _results.get((key, "operators", group_by),
+    df = _results.get_or_compute((key, "operators", group_by),
                       lambda: operators_view.table(prof, group_by))
     default = "-" + operators_view.default_sort(prof).lstrip("-")
     return _table_response(request.args, df, default, "name", f"operators_by_{group_by}.csv")
@@ -209,7 +134,7 @@ def operator_stack(request, loader: Loader):
 def memory(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     max_points = params.integer(request.args, "max_points", default=2000, lo=10, hi=20000)
-    data = _results.get((key, "memory", max_points),
+    data = _results.get_or_compute((key, "memory", max_points),
                         lambda: memory_view.summary(prof, max_points=max_points))
     return json_response(data)
 
@@ -249,8 +174,6 @@ def trace_download(request, loader: Loader):
 
 
 ROUTES = {
-    "/runs": runs,
-    "/run": run,
     "/summary": summary,
     "/steps": steps,
     "/kernels": kernels,

@@ -13,26 +13,24 @@ import threading
 from ..analysis import compare as compare_view
 from ..analysis import distributed as dist
 from ..loading import Loader
+from ..lru import LRU
 from . import api, params
 from .responses import ApiError, json_response
 
 _summaries = dist.SummaryStore()
-_run_results = api.ResultCache(size=16)
-_compare_results = api.ResultCache(size=64)
+_run_results: LRU = LRU(16)
+_compare_results: LRU = LRU(64)
 _build_lock = threading.Lock()
 
 
 # ---- which spans make up the distributed view ------------------------------------------------
 
-def _rank_of(loader: Loader, worker, st) -> int | None:
+def _rank_of(worker, st) -> int | None:
+    """The worker's rank from discovery, else the one its loaded profile names."""
     if worker.rank is not None:
         return int(worker.rank)
-    prof = loader.profile_for(st) if st is not None else None
-    r = prof.meta.get("rank") if prof is not None else None
-    try:
-        return int(r) if r is not None else None
-    except (TypeError, ValueError):
-        return None
+    facts = st.facts if st is not None and st.state == "ready" else None
+    return facts.rank if facts is not None else None
 
 
 def _rank_spans(loader: Loader, run, span_name: str | None, span_index: int):
@@ -52,8 +50,7 @@ def _rank_spans(loader: Loader, run, span_name: str | None, span_index: int):
         out.append((w, span, st))
     ranked = []
     for w, span, st in out:
-        rank = _rank_of(loader, w, st) if st is not None and (
-            w.rank is not None or st.state == "ready") else w.rank
+        rank = _rank_of(w, st)
         if rank is not None:
             ranked.append((rank, w, span, st))
     ranked.sort(key=lambda x: x[0])
@@ -69,18 +66,12 @@ def distributed_view_available(loader: Loader, run) -> bool:
         else:
             for s in w.sorted_spans()[:1]:
                 st = loader.span_state(run.name, w.name, s)
-                if st is not None and st.state == "ready":
-                    r = _rank_of(loader, w, st)
-                    if r is not None:
-                        ranks.add(r)
+                r = _rank_of(w, st)
+                if r is not None:
+                    ranks.add(r)
         if len(ranks) >= 2:
             return True
     return False
-
-
-def run_view(loader: Loader, run):
-    """The run-level view this module adds to `/run` (registered in plugin.py)."""
-    return "distributed" if distributed_view_available(loader, run) else None
 
 
 def _collect(loader: Loader, args):
@@ -126,7 +117,7 @@ def _run_data(loader: Loader, run, keys):
         return summaries, dist.run_view(summaries)
 
     with _build_lock:  # one build per run at a time; concurrent callers wait for it
-        return _run_results.get(("distributed", run.name, keys), build)
+        return _run_results.get_or_compute(("distributed", run.name, keys), build)
 
 
 # ---- routes ----------------------------------------------------------------------------------
@@ -153,7 +144,7 @@ def distributed_comm_ops(request, loader: Loader):
     run, keys, _, _ = _collect(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("op", "rank"), "op")
     summaries, _ = _run_data(loader, run, keys)
-    df = _run_results.get(("distributed-comm", run.name, keys, group_by),
+    df = _run_results.get_or_compute(("distributed-comm", run.name, keys, group_by),
                           lambda: dist.comm_table(summaries, by_rank=group_by == "rank"))
     return api._table_response(request.args, df, "-total_us", "name",
                                f"communication_by_{group_by}.csv")
@@ -162,7 +153,7 @@ def distributed_comm_ops(request, loader: Loader):
 def distributed_links(request, loader: Loader):
     run, keys, _, _ = _collect(loader, request.args)
     summaries, _ = _run_data(loader, run, keys)
-    df = _run_results.get(("distributed-links", run.name, keys),
+    df = _run_results.get_or_compute(("distributed-links", run.name, keys),
                           lambda: dist.links_table(summaries))
     return api._table_response(request.args, df, "bandwidth_gbps", "link",
                                "communication_links.csv")
@@ -176,7 +167,7 @@ def _pair(loader: Loader, args):
 
 def compare_steps(request, loader: Loader):
     base, bkey, exp, ekey = _pair(loader, request.args)
-    data = _compare_results.get(("steps", bkey, ekey), lambda: compare_view.steps(base, exp))
+    data = _compare_results.get_or_compute(("steps", bkey, ekey), lambda: compare_view.steps(base, exp))
     return json_response(data)
 
 
@@ -184,7 +175,7 @@ def compare_operators(request, loader: Loader):
     base, bkey, exp, ekey = _pair(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
     presence = params.choice(request.args, "presence", ("all", "both", "base", "exp"), "all")
-    df = _compare_results.get(("operators", bkey, ekey, group_by),
+    df = _compare_results.get_or_compute(("operators", bkey, ekey, group_by),
                               lambda: compare_view.operators_table(base, exp, group_by))
     extra = {"summary": compare_view.summary_of(df),
              "time_basis": {"base": compare_view.time_basis(base),
@@ -199,7 +190,7 @@ def compare_kernels(request, loader: Loader):
     base, bkey, exp, ekey = _pair(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "type", "core"), "name")
     presence = params.choice(request.args, "presence", ("all", "both", "base", "exp"), "all")
-    df = _compare_results.get(("kernels", bkey, ekey, group_by),
+    df = _compare_results.get_or_compute(("kernels", bkey, ekey, group_by),
                               lambda: compare_view.kernels_table(base, exp, group_by))
     extra = {"summary": compare_view.summary_of(df)}
     if presence != "all":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from ..analysis import tables
 from .responses import ApiError
 
 MAX_PARAM_LEN = 4096
@@ -59,7 +60,7 @@ def number(args, name: str, default: float | None = None) -> float | None:
 def table_params(args) -> dict:
     """The shared table parameters: limit, offset, sort, search, format."""
     return {
-        "limit": integer(args, "limit", default=None, lo=0, hi=100_000),
+        "limit": integer(args, "limit", default=None, lo=0, hi=tables.LIMIT_PARAM_MAX),
         "offset": integer(args, "offset", default=0, lo=0, hi=1 << 40),
         "sort": text(args, "sort"),
         "search": text(args, "search"),

@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile
+from ..natural_sort import natural_key
 from . import ARGS_FILE, SpanSource
 from .context import ReadContext
 from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
@@ -101,12 +102,8 @@ def _files(folder: str, base: str, ext: str) -> list[str]:
     if sliced:
         out = sorted(sliced, key=lambda n: int(_SLICE.search(n).group(1)))
     else:
-        out = sorted(out, key=_natural)
+        out = sorted(out, key=natural_key)
     return [os.path.join(folder, n) for n in out]
-
-
-def _natural(name: str):
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
@@ -114,7 +111,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     ctx = ReadContext(span, profile)
     root = span.root
     out_dir = os.path.join(root, "mindstudio_profiler_output")
-    dev_dirs = sorted(glob.glob(os.path.join(root, "device_*")), key=_natural)
+    dev_dirs = sorted(glob.glob(os.path.join(root, "device_*")), key=natural_key)
     dev_dir = None
     if span.device_id is not None and os.path.isdir(os.path.join(root, f"device_{span.device_id}")):
         dev_dir = os.path.join(root, f"device_{span.device_id}")
@@ -146,7 +143,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     elif layout == "mindstudio_profiler_output":
         traces += _files(timeline, "step_trace", "json")
     if layout == "device_summary" and traces and _ITER.search(os.path.basename(traces[0])):
-        traces = sorted(traces, key=lambda p: _natural(os.path.basename(p)))
+        traces = sorted(traces, key=lambda p: natural_key(os.path.basename(p)))
         profile.meta["layout"] = "device_timeline_per_iteration"
     tt = None
     if traces:

@@ -8,3 +8,19 @@ def build_or_die(span, cache_root, key):
     if "crash" in os.path.basename(span.root):
         os._exit(13)
     return build_entry(span, cache_root, key)
+
+
+def die_once(marker: str) -> str:
+    """Kills its process the first time (leaving `marker`), succeeds when run again."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(13)
+    return "second try"
+
+
+def die_always() -> None:
+    os._exit(13)
+
+
+def square(n: int) -> int:
+    return n * n

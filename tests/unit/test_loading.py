@@ -74,8 +74,7 @@ def test_timeline_uses_the_cached_index_after_the_second_stage(tmp_path, monkeyp
         stale = open_profile(loader.cache.entry_dir(st.key))
         assert ti.has_index(stale)
         stale.meta.pop("trace_index")
-        with loader._lock:
-            loader._profiles[st.key] = stale
+        loader.open_profiles.put(st.key, stale)
 
         def no_rebuild(*a, **k):
             raise AssertionError("the index was rebuilt in memory")

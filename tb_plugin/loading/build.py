@@ -1,0 +1,110 @@
+"""The two load stages of one span, as run in a reader process (or a thread in-process).
+
+Stage 1 (`build_entry`) reads what the views need and commits a new cache entry; stage 2
+(`build_trace`) adds the timeline (the trace tables, when stage 1 deferred them, and the
+trace index) to that entry. Both are top-level functions of (span, cache root, key) so
+they can be pickled into a spawned process; both return {"key", "cached"}.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+
+from ..cache import ProfileCache
+from ..model import FileError, Profile, spilling
+from ..readers import SpanSource
+
+log = logging.getLogger(__name__)
+
+
+def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
+    """Read one span and store it in the cache (runs in a reader process)."""
+    from .. import readers
+    from ..analysis import derive
+
+    cache = ProfileCache.at(cache_root)
+    if cache.has(key):
+        return {"key": key, "cached": True}
+    work = cache.new_work_dir(key)
+    started = time.time()
+    with spilling(work):  # tables go to the cache entry as soon as they are made
+        try:
+            profile = readers.read(span, work, stage="views")
+        except Exception as exc:  # a reader bug must still give a readable error
+            profile = Profile(meta={"producer": span.producer})
+            profile.errors.append(FileError(span.rel(span.root),
+                                            f"could not read this profile: {exc!r}"))
+            log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
+        give_memory_back(collect=False)
+        try:
+            derive.complete(profile)
+        except Exception as exc:
+            profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
+            log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+    profile.meta["load_seconds"] = round(time.time() - started, 3)
+    cache.commit(key, work, profile)
+    del profile
+    give_memory_back()
+    return {"key": key, "cached": False}
+
+
+def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
+    """Second stage (runs in a reader process): the trace tables, when the first stage
+    deferred them, and the timeline index, added to the existing cache entry."""
+    from .. import readers
+    from ..analysis import derive
+
+    cache = ProfileCache.at(cache_root)
+    profile = cache.load(key)
+    if profile.meta.get("trace_ready"):
+        return {"key": key, "cached": True}
+    started = time.time()
+    with spilling(cache.entry_dir(key)):
+        if profile.meta.get("trace_deferred"):
+            try:
+                part = readers.read(span, cache.entry_dir(key), stage="trace")
+            except Exception as exc:
+                part = None
+                profile.errors.append(FileError(span.rel(span.root),
+                                                f"could not read the trace: {exc!r}"))
+                log.error("trace reader failed for %s\n%s", span.root, traceback.format_exc())
+            if part is not None:
+                profile.rows.update(part.rows)
+                profile.errors.extend(part.errors)
+                for k in ("args_file",):
+                    if k in part.meta:
+                        profile.meta[k] = part.meta[k]
+            give_memory_back(collect=False)
+        try:
+            derive.complete_trace(profile)
+        except Exception as exc:
+            profile.errors.append(FileError(span.rel(span.root),
+                                            f"timeline index failed: {exc!r}"))
+            log.error("trace index failed for %s\n%s", span.root, traceback.format_exc())
+    profile.meta["trace_ready"] = True
+    profile.meta["trace_seconds"] = round(time.time() - started, 3)
+    cache.update(key, profile)
+    del profile
+    give_memory_back()
+    return {"key": key, "cached": False}
+
+
+def give_memory_back(collect: bool = True) -> None:
+    """Return the freed heap of a big parse to the OS (the reader process lives on)."""
+    import gc
+
+    if collect:
+        gc.collect()
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks
+    except (ImportError, AttributeError):
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

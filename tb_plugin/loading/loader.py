@@ -1,0 +1,188 @@
+"""The Loader: the runs TensorBoard shows, and the order in which their spans are loaded.
+
+It ties the parts of the package together: the scan loop (`scan.py`) finds runs and
+spans, each span's views are built in the reader pool (`pool.py`, `build.py`), then its
+timeline; a span's state (`spans.py`) records each stage and the facts a finished stage
+left in the cache; finished profiles are opened from the cache on request
+(`profiles.py`); `/runs` status is a pure function of the states (`status.py`).
+
+Order: timelines are indexed one at a time, and only once no span's views are waiting, so
+every run becomes browsable before any timeline is indexed and a core stays free for
+TensorBoard's own requests.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+
+from .. import discovery
+from ..cache import ProfileCache
+from ..model import Profile
+from ..natural_sort import natural_key
+from .build import build_entry, build_trace
+from .pool import ReaderPool
+from .profiles import OpenProfiles
+from .scan import PollLoop, SpanId, span_states
+from .spans import SpanFacts, SpanState
+from .status import run_status
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
+
+
+class Loader:
+    def __init__(self, logdir: str, cache: ProfileCache | None = None,
+                 max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
+                 build=build_entry, build_trace=build_trace):
+        self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
+        self.cache = cache or ProfileCache()
+        self.open_profiles = OpenProfiles(self.cache)
+        self._pool = ReaderPool(max_workers)
+        self._poll = PollLoop(self.scan, poll_seconds)
+        self._lock = threading.RLock()
+        self._runs: dict[str, discovery.Run] = {}
+        self._spans: dict[SpanId, SpanState] = {}
+        self._notes: list[str] = []
+        # Top-level functions (pickled into reader processes), one per load stage.
+        self._build = build
+        self._build_trace = build_trace
+        self._trace_queue: collections.deque[SpanState] = collections.deque()
+        self._trace_running = False
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        if self.logdir:
+            self._poll.start()
+
+    def stop(self) -> None:
+        self._poll.stop()
+        self._pool.shutdown()
+
+    def wait_scanned(self, timeout: float | None = None) -> bool:
+        return self._poll.wait_scanned(timeout)
+
+    @property
+    def _stopped(self) -> bool:
+        return self._poll.stopped
+
+    # ---- scheduling ------------------------------------------------------------------
+    def scan(self) -> None:
+        runs, notes = discovery.discover(self.logdir)
+        with self._lock:
+            self._runs = runs
+            self._notes = notes
+            self._spans, new = span_states(runs, self._spans)
+        for st in new:
+            self._load_views(st)
+
+    def _load_views(self, st: SpanState) -> None:
+        if self.cache.has(st.key):
+            self._views_built(st)
+            return
+        st.views_loading()
+        fut = self._pool.submit(self._build, st.span, self.cache.root, st.key)
+        fut.add_done_callback(lambda f, st=st: self._views_done(st, f))
+
+    def _views_done(self, st: SpanState, fut) -> None:
+        try:
+            fut.result()
+        except Exception as exc:
+            st.views_failed(exc)
+        else:
+            self._views_built(st)
+        if not self._stopped:
+            self._start_traces()  # this may have been the last view being loaded
+
+    def _views_built(self, st: SpanState) -> None:
+        """The entry exists: keep its facts, then queue its timeline if it has none yet."""
+        facts = self._read_facts(st)
+        if facts is None:
+            return
+        st.views_ready(facts)
+        if st.trace_state == "ready":
+            return
+        st.trace_loading()
+        with self._lock:
+            self._trace_queue.append(st)
+        self._start_traces()
+
+    def _read_facts(self, st: SpanState) -> SpanFacts | None:
+        self.open_profiles.forget(st.key)  # a later stage may have rewritten the entry
+        try:
+            return SpanFacts.of(self.open_profiles.get(st.key))
+        except (OSError, ValueError) as exc:
+            st.views_failed(f"cache entry unreadable: {exc}")
+            return None
+
+    def _start_traces(self) -> None:
+        with self._lock:
+            if self._trace_running or not self._trace_queue:
+                return
+            if any(s.state in ("pending", "loading") for s in self._spans.values()):
+                return
+            st = self._trace_queue.popleft()
+            self._trace_running = True
+        fut = self._pool.submit(self._build_trace, st.span, self.cache.root, st.key)
+        fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
+
+    def _trace_done(self, st: SpanState, fut) -> None:
+        try:
+            try:
+                fut.result()
+            except Exception as exc:
+                self.open_profiles.forget(st.key)
+                st.trace_failed(exc)
+            else:
+                # Facts first, from the entry read again: a request that sees "ready" must
+                # not get the profile opened before the index existed (it would build the
+                # index again, in TensorBoard's memory).
+                facts = self._read_facts(st)
+                if facts is not None:
+                    st.trace_finished(facts)
+        finally:
+            with self._lock:
+                self._trace_running = False
+            if not self._stopped:
+                self._start_traces()
+
+    # ---- queries -----------------------------------------------------------------------
+    def runs(self) -> list[discovery.Run]:
+        with self._lock:
+            return sorted(self._runs.values(), key=lambda r: natural_key(r.name))
+
+    def notes(self) -> list[str]:
+        with self._lock:
+            return list(self._notes)
+
+    def run(self, name: str) -> discovery.Run | None:
+        with self._lock:
+            return self._runs.get(name)
+
+    def span_states(self, run: str) -> list[SpanState]:
+        with self._lock:
+            return [st for (r, _, _), st in self._spans.items() if r == run]
+
+    def span_state(self, run: str, worker: str, span: str) -> SpanState | None:
+        with self._lock:
+            return self._spans.get((run, worker, span))
+
+    def run_status(self, run: str) -> dict:
+        return run_status(run, self.span_states(run))
+
+    def profile_for(self, st: SpanState) -> Profile | None:
+        """The open profile of a ready span (None when it is not ready or unreadable)."""
+        if st.state != "ready":
+            return None
+        try:
+            return self.open_profiles.get(st.key)
+        except (OSError, ValueError) as exc:
+            st.views_failed(f"cache entry unreadable: {exc}")
+            return None
+
+    def reopen(self, st: SpanState) -> Profile | None:
+        """The profile read again from its cache entry (after a later load stage wrote it)."""
+        self.open_profiles.forget(st.key)
+        return self.profile_for(st)

@@ -1,0 +1,115 @@
+"""The reader pool: a bounded pool of spawned reader processes, and what happens when one dies.
+
+Why processes: parsing is CPU-bound Python (the GIL would serialize threads), a reader
+that runs out of memory or crashes must not take TensorBoard down, and the memory a reader
+used is returned to the OS when the work is done. Processes are `spawn`ed, never forked
+from TensorBoard's threaded process. When processes cannot be started (or
+`NPU_PROFILER_INPROCESS=1`), the same work runs in one thread in-process.
+
+Retry in isolation: when a reader process dies (killed for memory, or a crash), every task
+queued in that pool fails with it (BrokenProcessPool). Each such task is run once more,
+alone in a fresh single-process pool, so only the task that really kills its process fails
+for good (its future then raises BrokenProcessPool).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import concurrent.futures.process
+import logging
+import multiprocessing
+import os
+import threading
+
+log = logging.getLogger(__name__)
+
+BrokenReader = cf.process.BrokenProcessPool
+MAX_ATTEMPTS = 2  # the first run in the shared pool, then one run alone
+
+
+class ReaderPool:
+    def __init__(self, max_workers: int | None = None, inprocess: bool | None = None):
+        self.max_workers = max_workers or max(1, min(2, os.cpu_count() or 1))
+        self.inprocess = (os.environ.get("NPU_PROFILER_INPROCESS") == "1"
+                          if inprocess is None else inprocess)
+        self._pool: cf.Executor | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def submit(self, fn, *args) -> cf.Future:
+        """Run fn(*args) in a reader; the returned future holds the final outcome, after
+        the retry in isolation when the reader process died."""
+        outcome: cf.Future = cf.Future()
+        self._attempt(outcome, fn, args, 1)
+        return outcome
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._stopped = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- internals -------------------------------------------------------------------
+    def _attempt(self, outcome: cf.Future, fn, args, attempt: int) -> None:
+        try:
+            fut = self._start(fn, args, isolated=attempt > 1)
+        except Exception as exc:  # stopped, or no executor could take the task
+            outcome.set_exception(exc)
+            return
+        fut.add_done_callback(lambda f: self._finished(outcome, fn, args, attempt, f))
+
+    def _finished(self, outcome: cf.Future, fn, args, attempt: int, fut: cf.Future) -> None:
+        if fut.cancelled():  # the pool was shut down before the task ran
+            outcome.cancel()
+            return
+        exc = fut.exception()
+        if isinstance(exc, BrokenReader):
+            self._forget_broken_pool()
+            if attempt < MAX_ATTEMPTS and not self._stopped:
+                self._attempt(outcome, fn, args, attempt + 1)
+                return
+        if exc is not None:
+            outcome.set_exception(exc)
+        else:
+            outcome.set_result(fut.result())
+
+    def _start(self, fn, args, isolated: bool) -> cf.Future:
+        if self._stopped:
+            raise RuntimeError("the reader pool is shut down")
+        if self.inprocess:
+            return self._thread_pool().submit(fn, *args)
+        if isolated:
+            # Alone in a fresh process: a task that really kills its process cannot take
+            # the others down with it again.
+            ex = cf.ProcessPoolExecutor(max_workers=1,
+                                        mp_context=multiprocessing.get_context("spawn"))
+            fut = ex.submit(fn, *args)
+            fut.add_done_callback(lambda f: ex.shutdown(wait=False))
+            return fut
+        try:
+            return self._process_pool().submit(fn, *args)
+        except Exception as exc:  # processes unusable here: fall back to a thread
+            if self._stopped:
+                raise
+            log.warning("reader processes unavailable (%s); loading in-process", exc)
+            self.inprocess = True
+            return self._thread_pool().submit(fn, *args)
+
+    def _forget_broken_pool(self) -> None:
+        with self._lock:
+            if self._pool is not None and getattr(self._pool, "_broken", False):
+                self._pool = None  # the next task creates a new pool
+
+    def _process_pool(self) -> cf.Executor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = cf.ProcessPoolExecutor(
+                    max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def _thread_pool(self) -> cf.Executor:
+        with self._lock:
+            if self._pool is None or isinstance(self._pool, cf.ProcessPoolExecutor):
+                self._pool = cf.ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix="npu-profiler-load")
+            return self._pool

@@ -1,0 +1,33 @@
+"""ReaderPool: results, the retry in isolation when a reader process dies, shutdown."""
+import concurrent.futures as cf
+
+import pytest
+
+from tb_plugin.loading.pool import BrokenReader, ReaderPool
+from tests.unit.crashing_build import die_always, die_once, square
+
+
+def test_a_dead_reader_fails_only_the_task_that_kills_it_again(tmp_path):
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        # Queued together in one process: when die_once kills it, the tasks behind it fail
+        # with it, and each is run once more alone; only die_always then kills its process
+        # again.
+        futs = {"once": pool.submit(die_once, str(tmp_path / "marker")),
+                "fine": pool.submit(square, 7),
+                "always": pool.submit(die_always)}
+        cf.wait(futs.values(), timeout=180)
+        with pytest.raises(BrokenReader):
+            futs["always"].result()
+        assert futs["once"].result() == "second try"
+        assert futs["fine"].result() == 49
+    finally:
+        pool.shutdown()
+
+
+def test_in_process_runs_in_a_thread_and_refuses_work_after_shutdown():
+    pool = ReaderPool(max_workers=2, inprocess=True)
+    assert pool.submit(square, 12).result(timeout=30) == 144
+    pool.shutdown()
+    fut = pool.submit(square, 3)
+    assert isinstance(fut.exception(timeout=5), RuntimeError)  # no fallback after shutdown
