@@ -18,7 +18,8 @@ def check(ctx):
     ctx.require_kernels()
     k = ctx.compute_kernels
     typ = k["type"].astype(str)
-    key = typ.where(typ != "", k["name"].astype(str)).to_numpy()
+    # GPU kernels have no op type (their `type` is the activity kind): group by name there.
+    key = (k["name"].astype(str) if ctx.is_gpu else typ.where(typ != "", k["name"].astype(str))).to_numpy()
     d = k["dur_ns"].to_numpy(dtype=np.int64)
     starts = k["start_ns"].to_numpy(dtype=np.int64)
     out = []

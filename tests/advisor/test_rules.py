@@ -1,0 +1,130 @@
+"""Each advisor rule on a generated profile with its problem planted (fires, with the right
+evidence) and on the clean profile (does not fire). Expected numbers come from the
+generator's knobs and ground truth (fixtures/generate.py), not from the advisor."""
+from __future__ import annotations
+
+import pytest
+
+from tb_plugin.advisor import thresholds as th
+from tb_plugin.advisor.engine import advise_profile
+
+from .planted import planted
+
+T = th.load()
+
+
+def findings(profile, rule=None):
+    res = advise_profile(profile, T, "w", "s")
+    out = res["findings"]
+    return [f for f in out if rule is None or f["rule"] == rule], {r["rule"]: r for r in res["rules"]}
+
+
+def step_kernel_us(job, name):
+    return sum(st.kernel_time_us_by_name.get(name, 0.0) for st in job.run().steps)
+
+
+@pytest.mark.parametrize("producer", ["torch_npu", "kineto"])
+def test_clean_profile_has_no_findings(tmp_path, producer):
+    _, p = planted(tmp_path, producer)
+    found, rules = findings(p)
+    assert found == [], [(f["rule"], f["message"]) for f in found]
+    assert all(r["fired"] == 0 for r in rules.values())
+    if producer == "torch_npu":
+        assert rules["host_dispatch"]["applies"] and rules["aicpu_ops"]["applies"]
+        assert rules["dataloader"]["why_not"] == "not a GPU (kineto) profile"
+    else:
+        assert rules["aicpu_ops"]["why_not"] == "not an Ascend profile"
+        assert rules["dataloader"]["applies"]
+
+
+def test_host_dispatch(tmp_path):
+    job, p = planted(tmp_path, dispatch_stall_us=1500)
+    (f,), _ = findings(p, "host_dispatch")
+    ev = f["evidence"]
+    # 2 layers x (10 forward + 7 backward launching ops) ... every 3rd launching op of the
+    # forward/backward phases stalls 1.5 ms on the host: each stall is a Dequeue gap > 1 ms.
+    assert ev["gap_count"] >= 3 * 10
+    assert 1500 <= ev["worst_gap_us"] < 1600
+    assert f["severity"] == "high" and f["impact_us"] > 10_000
+    trace = next(l for l in f["links"] if l["view"] == "trace")["params"]
+    assert trace["start_us"] < ev["worst_gap_start_us"] < ev["worst_gap_end_us"] < trace["end_us"]
+
+
+def test_fused_optimizer(tmp_path):
+    job, p = planted(tmp_path, optimizer="unfused", optimizer_params=10)
+    (f,), _ = findings(p, "fused_optimizer")
+    assert f["evidence"]["kernels_per_step"] == 10 * 4
+    assert f["evidence"]["fused_replacement"] == "torch_npu.optim.NpuFusedAdamW"
+    assert "NpuFusedAdamW" in f["advice"]
+
+
+def test_foreach_optimizer_is_not_flagged(tmp_path):
+    _, p = planted(tmp_path, optimizer="foreach")
+    assert findings(p, "fused_optimizer")[0] == []
+
+
+def test_transdata(tmp_path):
+    job, p = planted(tmp_path, transdata_kernels=2)
+    (f,), _ = findings(p, "transdata")
+    ev = f["evidence"]
+    assert ev["count"] == 2 * 2 * 3  # kernels x layers x steps
+    assert ev["total_us"] == pytest.approx(step_kernel_us(job, "trans_TransData_87"), abs=0.01)
+    assert ev["caused_by"][0]["op"] == "aten::slice" and ev["caused_by"][0]["kernels"] == 12
+    assert "forward_slice" in ev["caused_by"][0]["call_stack"]
+
+
+def test_aicpu_ops(tmp_path):
+    job, p = planted(tmp_path, aicpu_op=True)
+    (f,), _ = findings(p, "aicpu_ops")
+    assert f["evidence"]["count"] == 3
+    assert f["evidence"]["total_us"] == pytest.approx(
+        step_kernel_us(job, "aclnnNonzero_NonZeroAiCpu_NonZero"), abs=0.01)
+    assert "nonzero" in f["advice"].lower()
+
+
+def test_dominant_op_type_and_long_tasks(tmp_path):
+    job, p = planted(tmp_path, kernel_scale={"mm": 4.0, "fag": 0.7})
+    (dom,), _ = findings(p, "dominant_op_type")
+    assert dom["evidence"]["op_type"] == "MatMulV2" and dom["evidence"]["share_of_device_pct"] > 40
+    (lt,), _ = findings(p, "long_tasks")
+    truth = [k for st in job.run().steps for k in st.kernels if k.dur_ns > 1_000_000]
+    assert lt["evidence"]["count"] == len(truth) > 0
+
+
+def test_op_time_spread(tmp_path):
+    job, p = planted(tmp_path, slow_call=("mm", 8.0))
+    found, _ = findings(p, "op_time_spread")
+    assert [f["evidence"]["op_type"] for f in found] == ["MatMulV2"]
+    assert found[0]["evidence"]["slow_calls"] == 3  # one per step
+
+
+def test_iteration_gap(tmp_path):
+    job, p = planted(tmp_path, dataloader_us=3000)
+    (f,), _ = findings(p, "iteration_gap")
+    assert f["evidence"]["mean_gap_us"] > 3000
+    assert len(f["evidence"]["gaps"]) == 2
+
+
+def test_kineto_dataloader(tmp_path):
+    job, p = planted(tmp_path, "kineto", dataloader_us=3000)
+    (f,), _ = findings(p, "dataloader")
+    assert f["evidence"]["share_of_step_pct"] > 5
+    assert f["evidence"]["dataloader_per_step_us"] > 3000
+
+
+def test_environment(tmp_path):
+    _, p = planted(tmp_path, env_variables={"ASCEND_LAUNCH_BLOCKING": "1", "HCCL_ALGO": "ring"})
+    found, _ = findings(p, "environment")
+    assert {f["evidence"]["variable"]: f["severity"] for f in found} == {
+        "ASCEND_LAUNCH_BLOCKING": "high", "HCCL_ALGO": "low"}
+
+
+def test_thresholds_override(tmp_path, monkeypatch):
+    _, p = planted(tmp_path, aicpu_op=True)
+    loose = th.load({"aicpu_min_us": 10_000})
+    assert [f for f in advise_profile(p, loose)["findings"] if f["rule"] == "aicpu_ops"] == []
+    path = tmp_path / "t.json"
+    path.write_text('{"aicpu_min_us": "x"}')
+    monkeypatch.setenv(th.ENV_VAR, str(path))
+    with pytest.raises(ValueError, match="t.json"):
+        th.load()
