@@ -257,12 +257,12 @@ def _collectives(profile: Profile) -> list[list]:
         kinds = ops["kind"].astype(str).tolist()
         el = ops["elapse_ns"].to_numpy(dtype=np.int64)
         return [[g, n, int(e) / 1000.0] for g, n, k, e in zip(groups, names, kinds, el)
-                if k != "p2p" and not _P2P.search(n)]
+                if k != "p2p"]
     if not profile.has("kernels"):
         return []
     k = view_rows(profile)
     codes, labels = _codes(k["name"])
-    comm = [i for i, x in enumerate(labels) if _COMM_KERNEL.search(str(x)) and not _P2P.search(str(x))]
+    comm = [i for i, x in enumerate(labels) if _COMM_KERNEL.search(str(x))]
     if not comm:
         return []
     mask = np.isin(codes, comm)
@@ -478,6 +478,8 @@ def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
         seq: dict = {}
         counts: dict = {}
         for group, name, dur in s.get("collectives") or []:
+            if _P2P.search(name):
+                continue
             key = (group, name)
             n = counts.get(key, 0)
             counts[key] = n + 1
