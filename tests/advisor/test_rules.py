@@ -128,3 +128,65 @@ def test_thresholds_override(tmp_path, monkeypatch):
     monkeypatch.setenv(th.ENV_VAR, str(path))
     with pytest.raises(ValueError, match="t.json"):
         th.load()
+
+
+def test_recompilation_and_task_wait_cause(tmp_path):
+    job, p = planted(tmp_path, compile_ops=8, compile_us=500)
+    (f,), _ = findings(p, "recompilation")
+    assert f["evidence"]["compile_events"] == 8 * 3
+    # each compile lasts compile_us scaled by the rank's jitter factor (within ±1%)
+    assert f["evidence"]["compile_total_us"] == pytest.approx(8 * 3 * 500, rel=0.01)
+    (w,), _ = findings(p, "task_wait")
+    assert w["evidence"]["likely_cause"] == "compilation"
+    # most compilations stall the device (some fall while it still runs earlier work)
+    assert w["evidence"]["by_cause"]["compilation"]["count"] >= 8 * 3 // 2
+    assert "jit_compile=False" in w["advice"]
+
+
+def test_memory_operators_and_allocation_waits(tmp_path):
+    job, p = planted(tmp_path, malloc_us=1500)
+    (f,), _ = findings(p, "memory_operators")
+    n = f["evidence"]["by_api"]["AscendCL@aclMallocMemInner"]["count"]
+    assert n > 0 and n % 3 == 0  # the same ops allocate in each of the 3 steps
+    assert f["evidence"]["total_us"] == pytest.approx(n * 1500, rel=0.01)
+    (w,), _ = findings(p, "task_wait")
+    assert w["evidence"]["likely_cause"] == "allocation"
+
+
+def test_synchronize_stream(tmp_path):
+    job, p = planted(tmp_path, launch_blocking=True)
+    (f,), _ = findings(p, "synchronize_stream")
+    launches = sum(st.kernel_count for st in job.run().steps)
+    assert f["evidence"]["launches"] == launches == f["evidence"]["followed_by_sync"]
+    assert f["evidence"]["ratio"] == 1.0
+
+
+def test_gc(tmp_path):
+    job, p = planted(tmp_path, gc_pause_us=2000)
+    (f,), _ = findings(p, "gc")
+    assert f["evidence"]["pauses"] == 3
+    assert f["evidence"]["longest_us"] == pytest.approx(2000, rel=0.01)
+
+
+def test_kineto_amp(tmp_path):
+    _, p = planted(tmp_path, "kineto", gpu_fp32=True)
+    (f,), _ = findings(p, "amp")
+    assert f["evidence"]["kernels"][0]["name"] == "volta_sgemm_128x64_nn"
+    assert f["evidence"]["fp32_matrix_share_pct"] > 10
+
+
+def test_kineto_low_device_util(tmp_path):
+    _, p = planted(tmp_path, "kineto", dispatch_stall_us=300, dispatch_stall_every=1)
+    (f,), _ = findings(p, "low_device_util")
+    assert f["evidence"]["kernel_share_pct"] < 50
+    assert f["impact_us"] == pytest.approx((50 - f["evidence"]["kernel_share_pct"]) / 100 *
+                                           f["evidence"]["avg_step_us"])
+
+
+def test_kineto_communication(tmp_path):
+    job, p = planted(tmp_path, "kineto", with_comm=True, layers=2)
+    (f,), _ = findings(p, "communication")
+    assert f["evidence"]["share_of_step_pct"] > 10
+    # the last bucket's allreduce is not hidden behind backward kernels: at least its time
+    last = [st.comm_ops[-1].dur_ns / 1000 for st in job.run().steps]
+    assert f["evidence"]["communication_per_step_us"] >= 0.9 * min(last)

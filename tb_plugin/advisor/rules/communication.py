@@ -1,8 +1,14 @@
-"""communication (GPU / kineto): communication (NCCL / Gloo, not hidden behind kernels) above
-`communication_pct` of the step, torch-tb-profiler's rule. Impact: that time per step.
+"""communication (GPU / kineto): communication not hidden behind computation above
+`communication_pct` of the step, torch-tb-profiler's rule. The time is the distributed view's
+`communication_not_overlapped` per step (NCCL / Gloo kernels outside the union of the other
+kernels, `analysis.distributed.step_breakdown`), so a trace whose collectives have no
+`nccl:*` host op still counts. Impact: that time per step.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ...analysis import distributed as dist
 from ..core import NotApplicable, Rule
 
 ADVICE = ("Overlap communication with computation: DistributedDataParallel with a tuned "
@@ -12,17 +18,22 @@ ADVICE = ("Overlap communication with computation: DistributedDataParallel with 
 
 def check(ctx):
     ctx.require_gpu()
-    pct = ctx.category_pct("communication")
-    if pct is None:
-        raise NotApplicable("no step breakdown with a communication category")
+    steps = [s for s in dist.step_breakdown(ctx.profile) if s["breakdown"]]
+    if not steps:
+        raise NotApplicable("no steps with device kernels")
+    comm = float(np.mean([s["breakdown"]["communication_not_overlapped"] for s in steps]))
+    total = float(np.mean([s["total_us"] for s in steps]))
+    if total <= 0 or comm <= 0:
+        return []
+    pct = comm / total * 100.0
     if pct <= ctx.t["communication_pct"]:
         return []
-    per_step = pct / 100.0 * ctx.avg_step_us
-    evidence = {"communication_per_step_us": per_step, "share_of_step_pct": pct,
-                "threshold_pct": ctx.t["communication_pct"], "avg_step_us": ctx.avg_step_us}
-    msg = f"Communication that is not overlapped takes {pct:.1f}% of the step ({per_step:,.0f} µs)."
+    evidence = {"communication_per_step_us": comm, "share_of_step_pct": pct,
+                "threshold_pct": ctx.t["communication_pct"], "avg_step_us": total,
+                "steps": len(steps)}
+    msg = f"Communication that is not overlapped takes {pct:.1f}% of the step ({comm:,.0f} µs)."
     return [ctx.finding("communication", "communication", "Communication-bound steps", msg, ADVICE,
-                        per_step, evidence, [ctx.link("overview"), ctx.link("distributed")])]
+                        comm, evidence, [ctx.link("overview"), ctx.link("kernels", search="nccl")])]
 
 
 RULE = Rule("communication", "Communication time", check)

@@ -3,7 +3,8 @@
 A spike is a wait above `task_wait_ratio` x the profile's median wait and at least
 `task_wait_min_us`. Each spike gets the likely cause the data shows: `ai_cpu` (the previous
 task on the stream ran on the AI CPU), `compilation` (an op compilation event ends inside the
-wait, needs the trace), `iteration_start` (first task of a step: the data and host work of
+wait, needs the trace), `allocation` (a device memory allocation, `aclMallocMemInner`,
+ends inside it), `iteration_start` (first task of a step: the data and host work of
 the step start, normally expected), else `unknown`. The rule fires when the spikes that are
 not iteration starts add up to `task_wait_min_pct` of the step. Impact: those waits per step.
 """
@@ -17,6 +18,9 @@ from ..core import Rule, matching_codes, us
 ADVICE = {
     "compilation": "Ops are compiled while the model runs: use the binary aclnn path "
                    "(torch_npu.npu.set_compile_mode(jit_compile=False)) so nothing is compiled online.",
+    "allocation": "The host allocates device memory before the launch: set "
+                  "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True and keep the allocator's cache "
+                  "(no torch.npu.empty_cache() in the loop).",
     "ai_cpu": "The task waits for an AI CPU task before it: remove the AI CPU op (see aicpu_ops).",
     "unknown": "Find what the host does during the wait (timeline): a synchronization, Python "
                "work or data preparation between ops.",
@@ -39,10 +43,18 @@ def check(ctx):
     cpu = matching_codes(k["core_type"], r"^AI_CPU$")
     stream = k["stream_id"].to_numpy(dtype=np.float64, na_value=-1)
     step = k["step"].to_numpy(dtype=np.float64, na_value=np.nan)
-    comp_end = np.zeros(0, dtype=np.int64)
-    if ctx.profile.has("slices") and not ctx.trace_pending:
-        c = ctx.slices_matching(r"aclopCompile|opCompile")
-        comp_end = np.sort(c["start_ns"].to_numpy(dtype=np.int64) + c["dur_ns"].to_numpy(dtype=np.int64))
+    def ends(pattern):
+        if not ctx.profile.has("slices") or ctx.trace_pending:
+            return np.zeros(0, dtype=np.int64)
+        c = ctx.slices_matching(pattern)
+        return np.sort(c["start_ns"].to_numpy(dtype=np.int64) + c["dur_ns"].to_numpy(dtype=np.int64))
+
+    def inside(sorted_ends, lo, hi):
+        return len(sorted_ends) and np.searchsorted(sorted_ends, hi, "right") > \
+            np.searchsorted(sorted_ends, lo, "left")
+
+    comp_end = ends(r"aclopCompile|opCompile")
+    alloc_end = ends(r"^AscendCL@aclMallocMemInner$")
     # previous task on the same stream (rows are in start order)
     prev_same = pd.Series(np.arange(len(k))).groupby(stream).shift(1).to_numpy()
     causes = []
@@ -51,8 +63,10 @@ def check(ctx):
         p = None if np.isnan(prev_same[i]) else int(prev_same[i])
         first_of_step = p is None or (not np.isnan(step[i]) and step[p] != step[i])
         lo, hi = start[i] - wait[i], start[i]
-        if len(comp_end) and np.searchsorted(comp_end, hi, "right") > np.searchsorted(comp_end, lo, "left"):
+        if inside(comp_end, lo, hi):
             causes.append("compilation")
+        elif inside(alloc_end, lo, hi):
+            causes.append("allocation")
         elif p is not None and cpu[p] and not first_of_step:
             causes.append("ai_cpu")
         elif first_of_step:
@@ -66,17 +80,18 @@ def check(ctx):
     if not avoid.any() or pct is None or pct < ctx.t["task_wait_min_pct"]:
         return []
     names = k["name"].astype(str).to_numpy()
-    by_cause = {c: {"count": int((causes == c).sum()), "total_us": us(wait[idx][causes == c].sum())}
+    by_cause = {str(c): {"count": int((causes == c).sum()), "total_us": us(wait[idx][causes == c].sum())}
                 for c in sorted(set(causes))}
     worst = idx[avoid][np.argsort(-wait[idx][avoid], kind="stable")][:10]
     cause_of = dict(zip(idx.tolist(), causes.tolist()))
-    top = [{"name": names[i], "wait_us": us(wait[i]), "start_us": us(start[i]), "cause": cause_of[int(i)]}
+    top = [{"name": str(names[i]), "wait_us": us(wait[i]), "start_us": us(start[i]),
+            "cause": str(cause_of[int(i)])}
            for i in worst]
     main = max((c for c in by_cause if c != "iteration_start"), key=lambda c: by_cause[c]["total_us"])
     evidence = {"median_wait_us": us(median), "spike_threshold_us": us(limit),
                 "spikes": int(spike.sum()), "avoidable_spikes": int(avoid.sum()),
                 "avoidable_wait_per_step_us": total, "by_cause": by_cause, "worst": top,
-                "likely_cause": main}
+                "likely_cause": str(main)}
     msg = (f"{int(avoid.sum())} tasks wait more than {us(limit):,.0f} µs before they start "
            f"({total:,.0f} µs per step; median wait {us(median):,.1f} µs); likely cause: "
            f"{main.replace('_', ' ')}.")
