@@ -10,7 +10,7 @@ from ..analysis import distributed as dist
 from .core import meta_value
 from .engine import advise_profile, advise_ranks, merge
 from .store import ADVISOR_VERSION, AdviceStore
-from .thresholds import Thresholds
+from .thresholds import Thresholds, load
 
 _advice = AdviceStore()
 _summaries = dist.SummaryStore()
@@ -33,31 +33,48 @@ def _clean(o):
 
 
 def _rank(worker, prof) -> int | None:
-    r = worker.rank if worker.rank is not None else meta_value(prof, "rank")
+    r = worker.rank if worker.rank is not None or prof is None else meta_value(prof, "rank")
     try:
         return int(r) if r is not None else None
     except (TypeError, ValueError):
         return None
 
 
-def _trace_known(prof) -> bool:
-    return bool(meta_value(prof, "trace_ready")) or not meta_value(prof, "trace_deferred")
+def variant(thresholds: Thresholds, trace_ready: bool) -> str:
+    """What the stored advice depends on besides the profile: the advisor version, the
+    thresholds and whether the timeline had been read."""
+    return f"v{ADVISOR_VERSION}-{thresholds.fingerprint()}-{'t' if trace_ready else 's'}"
+
+
+def compute_profile(prof, thresholds: Thresholds, worker: str, span: str,
+                    rank: int | None) -> dict:
+    out = _clean(advise_profile(prof, thresholds, worker, span, rank))
+    prof.release()
+    return out
 
 
 def profile_result(loader, st, worker, span: str, thresholds: Thresholds) -> dict:
-    """The advice of one ready profile (cached, see `store`)."""
-    prof = loader.profile_for(st)
-    if prof is None:
-        return {"findings": [], "rules": []}
-    rank = _rank(worker, prof)
-    variant = f"v{ADVISOR_VERSION}-{thresholds.fingerprint()}-{'t' if _trace_known(prof) else 's'}"
+    """The advice of one ready profile: from the store, else computed once."""
+    trace_ready = getattr(st, "trace_state", "ready") in ("ready", "error")
 
     def compute():
-        out = _clean(advise_profile(prof, thresholds, worker.name, span, rank))
-        prof.release()
-        return out
+        prof = loader.profile_for(st)
+        if prof is None:
+            return {"findings": [], "rules": []}
+        return compute_profile(prof, thresholds, worker.name, span, _rank(worker, prof))
 
-    return _advice.get(loader.cache.root, st.key, variant, compute)
+    return _advice.get(loader.cache.root, st.key, variant(thresholds, trace_ready), compute)
+
+
+def precompute(profile, span_source, cache_root: str, key: str,
+               thresholds: Thresholds | None = None) -> None:
+    """Store a profile's advice from the reader process (after the timeline stage), so the
+    first request finds it: `loading.build_trace` may call this with the profile it wrote."""
+    t = thresholds or load()
+    _advice.get(cache_root, key, variant(t, True),
+                lambda: compute_profile(profile, t, span_source.worker, span_source.span,
+                                        span_source.rank if span_source.rank is not None
+                                        else meta_value(profile, "rank")))
 
 
 def _states(loader, run, worker_name, span_name):
@@ -92,8 +109,8 @@ def run_result(loader, run, thresholds: Thresholds, worker: str | None = None,
             first_span[w.name] = (w, s, st)
     if worker is None:
         for w, s, st in first_span.values():
-            prof = loader.profile_for(st)
-            rank = _rank(w, prof) if prof is not None else None
+            # the worker's rank from discovery; only workers without one open their profile
+            rank = w.rank if w.rank is not None else _rank(w, loader.profile_for(st))
             if rank is None:
                 continue
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Rule, us
+from ..core import Rule, matching_codes, us
 
 ADVICE = ("Python's garbage collector stops the training loop: free large Python object graphs "
           "explicitly, tune gc.set_threshold(), or call gc.disable() in the loop and gc.collect() "
@@ -19,7 +19,7 @@ def check(ctx):
     t = ctx.tracks
     gc_tracks = t.loc[t["process"].astype(str).str.fullmatch(r"Python GC"), "track_id"].to_numpy() \
         if len(t) else np.zeros(0)
-    m = (s["cat"].astype(str).to_numpy() == "GC") | np.isin(s["track_id"].to_numpy(), gc_tracks)
+    m = matching_codes(s["cat"], r"^GC$", 0) | np.isin(s["track_id"].to_numpy(), gc_tracks)
     ev = s[m]
     d = ev["dur_ns"].to_numpy(dtype=np.int64)
     long = d >= ctx.t["gc_min_us"] * 1000

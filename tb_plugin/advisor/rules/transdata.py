@@ -9,6 +9,7 @@ framework formats, removes most of them).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ..core import Rule, matching_codes, us
 
@@ -34,14 +35,18 @@ def _causes(ctx, kernel_starts: np.ndarray, limit: int = 5) -> list[dict]:
         return []
     src = begins[begins["flow_id"].astype(str).isin(set(hit["flow_id"].astype(str)))]
     s = ctx.slices
-    counts: dict[str, int] = {}
-    for track, ts in zip(src["track_id"].to_numpy(), src["ts_ns"].to_numpy(dtype=np.int64)):
-        m = (s["track_id"].to_numpy() == track) & (s["start_ns"].to_numpy() == ts)
-        if not m.any():
-            continue
-        cand = s[m]
-        name = str(cand["name"].iloc[int(np.argmax(cand["depth"].to_numpy()))])
-        counts[name] = counts.get(name, 0) + 1
+    on_tracks = s[np.isin(s["track_id"].to_numpy(), src["track_id"].unique())]
+    # The op a flow starts from: the innermost slice starting at the flow's time on its track.
+    cand = pd.DataFrame({"track_id": on_tracks["track_id"].to_numpy(),
+                         "ts_ns": on_tracks["start_ns"].to_numpy(dtype=np.int64),
+                         "depth": on_tracks["depth"].to_numpy(),
+                         "name": on_tracks["name"].astype(str).to_numpy()})
+    cand = cand.sort_values("depth", kind="stable").drop_duplicates(["track_id", "ts_ns"],
+                                                                     keep="last")
+    ends_at = pd.DataFrame({"track_id": src["track_id"].to_numpy(),
+                            "ts_ns": src["ts_ns"].to_numpy(dtype=np.int64)})
+    ops_hit = ends_at.merge(cand, on=["track_id", "ts_ns"], how="inner")
+    counts = ops_hit["name"].value_counts().to_dict()
     ops = ctx.profile.table("operators")
     out = []
     for name, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:limit]:
