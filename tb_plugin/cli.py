@@ -2,6 +2,7 @@
 
     npu-profiler advise LOGDIR [--run R] [--format text|json|markdown] [--fail-on high|medium]
     npu-profiler summary LOGDIR [--run R] [--format text|json]
+    npu-profiler thresholds [--format text|json]
 
 Uses the plugin's own discovery, readers, cache (the same cache directory as TensorBoard,
 `$NPU_PROFILER_CACHE_DIR`) and advisor, so the numbers are the API's. While profiles load, a
@@ -203,6 +204,22 @@ def cmd_summary(args) -> int:
     return 0
 
 
+def cmd_thresholds(args) -> int:
+    try:
+        table = advisor_thresholds.load().to_json()
+    except ValueError as exc:
+        print(f"npu-profiler: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps({"thresholds": table}, indent=2, ensure_ascii=False))
+        return 0
+    for t in table:
+        changed = "" if t["value"] == t["default"] else f" (default {t['default']:g})"
+        print(f"{t['name']:28} {t['value']:>10g} {t['unit']:18} {t['doc']}{changed}"
+              f" [{t['source']}]")
+    return 0
+
+
 def _progress(args) -> Progress:
     return Progress(args.progress or sys.stderr.isatty())
 
@@ -225,8 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     summ.add_argument("--format", choices=("text", "json"), default="text")
     summ.add_argument("--progress", action="store_true")
     summ.set_defaults(func=cmd_summary)
+    thr = sub.add_parser("thresholds", help=f"the advisor's thresholds (overrides: "
+                                            f"${advisor_thresholds.ENV_VAR})")
+    thr.add_argument("--format", choices=("text", "json"), default="text")
+    thr.set_defaults(func=cmd_thresholds)
     args = parser.parse_args(argv)
-    if not os.path.isdir(args.logdir):
+    if getattr(args, "logdir", None) is not None and not os.path.isdir(args.logdir):
         print(f"npu-profiler: {args.logdir}: not a directory", file=sys.stderr)
         return 2
     return args.func(args)

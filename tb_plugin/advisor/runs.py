@@ -9,6 +9,7 @@ import math
 from ..analysis import distributed as dist
 from .core import meta_value
 from .engine import advise_profile, advise_ranks, merge
+from .registry import RUN_RULES
 from .store import ADVISOR_VERSION, AdviceStore
 from .thresholds import Thresholds, load
 
@@ -126,6 +127,11 @@ def run_result(loader, run, thresholds: Thresholds, worker: str | None = None,
     # one distributed job).
     if worker is None and len({r["rank"] for r in ranks}) == len(ranks):
         results.append(_clean(advise_ranks(ranks, thresholds)))
+    elif worker is not None:
+        results.append({"findings": [], "rules": [
+            {"rule": r.id, "title": r.title, "applies": False, "fired": 0,
+             "why_not": "a run-level rule: ask for the whole run (without worker)"}
+            for r in RUN_RULES]})
     out = merge(results)
     out.update({"run": run.name, "worker": worker, "span": span, "profiles": profiles,
                 "failed": failed})

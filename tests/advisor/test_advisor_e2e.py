@@ -105,6 +105,7 @@ def test_route_one_profile_and_links(tb):
     assert d["profiles"] == 1
     assert {f["rank"] for f in d["findings"]} == {2}
     assert "straggler" not in {f["rule"] for f in d["findings"]}
+    assert {r["rule"]: r["applies"] for r in d["rules"]}["straggler"] is False
     hd = next(f for f in d["findings"] if f["rule"] == "host_dispatch")
     trace = next(l for l in hd["links"] if l["view"] == "trace")["params"]
     assert trace["worker"] == "rank2" and trace["start_us"] < trace["end_us"]
@@ -173,6 +174,21 @@ def test_cli_summary(logdir, tmp_path):
     assert [p["step_count"] for p in profs] == [len(rr.steps) for rr in job.runs]
     text = _cli(logdir, "summary", cache=str(tmp_path / "c"))
     assert "Run advisor_planted: 4 profiles" in text.stdout and "breakdown:" in text.stdout
+
+
+def test_cli_thresholds(tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    override = tmp_path / "t.json"
+    override.write_text(json.dumps({"aicpu_min_us": 55}))
+    env["NPU_PROFILER_ADVISOR_THRESHOLDS"] = str(override)
+    r = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "thresholds", "--format", "json"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    rows = {t["name"]: t for t in json.loads(r.stdout)["thresholds"]}
+    assert rows["aicpu_min_us"]["value"] == 55 and rows["aicpu_min_us"]["default"] == 20
+    override.write_text(json.dumps({"no_such_threshold": 1}))
+    bad = subprocess.run([sys.executable, "-m", "tb_plugin.cli", "thresholds"],
+                         capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert bad.returncode == 2 and "t.json" in bad.stderr and "no_such_threshold" in bad.stderr
 
 
 def test_console_script_when_installed(logdir, tmp_path):
