@@ -25,7 +25,7 @@ def _launches(ctx, start, end) -> np.ndarray:
     flows = ctx.profile.table("flows")
     if len(flows):
         m = matching_codes(flows["name"], r"^(torch|mindspore)_to_npu$") & \
-            (flows["phase"].astype(str).to_numpy() == "s")
+            matching_codes(flows["phase"], r"^s$", 0)
         ts = np.sort(flows["ts_ns"].to_numpy(dtype=np.int64)[m])
         if len(ts):
             return np.searchsorted(ts, end, "right") - np.searchsorted(ts, start, "left")
