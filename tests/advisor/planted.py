@@ -2,7 +2,6 @@
 the plugin's own readers, for the advisor's rule tests."""
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from fixtures import generate as g

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from ..core import NotApplicable, Rule, matching_codes, us
+from ..core import Rule, matching_codes, us
 
 _OP_ADVICE = [
     (r"nonzero", "NonZero produces a data-dependent shape: avoid torch.nonzero / x[mask] indexing "
