@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import api, api_distributed, api_trace
+from . import api, api_advisor, api_distributed, api_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +44,8 @@ class View:
 
 VIEWS: list[View] = [
     View("overview", "Overview", api, tables=("steps",)),
+    # Every ready profile can be advised (a rule that lacks its input says why not).
+    View("advisor", "Advisor", api_advisor, when_span=lambda facts: True),
     View("operators", "Operators", api, tables=("operators",)),
     View("kernels", "Kernels", api, tables=("kernels",)),
     View("memory", "Memory", api,
