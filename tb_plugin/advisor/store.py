@@ -6,47 +6,34 @@ again once the trace is indexed)."""
 from __future__ import annotations
 
 import json
-import os
-import threading
-from collections import OrderedDict
+
+from ..cache import ProfileCache
+from ..lru import LRU
 
 # Bump when a rule changes what it reports.
 ADVISOR_VERSION = 1
 
 
 class AdviceStore:
+    """Advice per (cache entry, variant): memory LRU, then the JSON the cache keeps for the
+    entry (`ProfileCache.derived_path("advisor", key, ...)`), then computed."""
+
     def __init__(self, size: int = 4096):
-        self.size = size
-        self._mem: OrderedDict[str, dict] = OrderedDict()
-        self._lock = threading.Lock()
+        self._mem: LRU[str, dict] = LRU(size)
 
     def get(self, cache_root: str, key: str, variant: str, compute) -> dict:
         ident = f"{key}.{variant}"
-        with self._lock:
-            hit = self._mem.get(ident)
-            if hit is not None:
-                self._mem.move_to_end(ident)
-                return hit
-        path = os.path.join(cache_root, "advisor", key[:2], f"{ident}.json")
-        try:
-            with open(path, encoding="utf-8") as fh:
-                value = json.load(fh)
-        except (OSError, ValueError):
-            value = compute()
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-                with open(tmp, "w", encoding="utf-8") as fh:
-                    json.dump(value, fh, default=_json_default)
-                os.replace(tmp, path)
-                with open(path, encoding="utf-8") as fh:  # the same JSON types as a hit
-                    value = json.load(fh)
-            except OSError:
-                pass
-        with self._lock:
-            self._mem[ident] = value
-            while len(self._mem) > self.size:
-                self._mem.popitem(last=False)
+        hit = self._mem.get(ident)
+        if hit is not None:
+            return hit
+        cache = ProfileCache.at(cache_root)
+        suffix = f".{variant}.json"
+        value = cache.read_derived("advisor", key, suffix)
+        if value is None:
+            # Through JSON once, so a computed answer has the same types as a stored one.
+            value = json.loads(json.dumps(compute(), default=_json_default))
+            cache.write_derived("advisor", key, suffix, value)
+        self._mem.put(ident, value)
         return value
 
 

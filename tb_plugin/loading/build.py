@@ -85,6 +85,15 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     profile.meta["trace_ready"] = True
     profile.meta["trace_seconds"] = round(time.time() - started, 3)
     cache.update(key, profile)
+    # The advice needs every table, the timeline's included: computed here, once, so that
+    # neither TensorBoard's process nor the first /advisor request pays for it.
+    try:
+        from ..advisor import runs as advisor_runs
+
+        advisor_runs.precompute(profile, span, cache_root, key)
+    except Exception:
+        log.error("advisor failed for %s (it runs again on request)\n%s", span.root,
+                  traceback.format_exc())
     del profile
     give_memory_back()
     return {"key": key, "cached": False}
