@@ -55,7 +55,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         except Exception as exc:
             profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
             log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
-    profile.meta["load_seconds"] = round(time.time() - started, 3)
+    profile.meta.load_seconds = round(time.time() - started, 3)
     cache.commit(key, work, profile)
     del profile
     _give_memory_back()
@@ -71,11 +71,11 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
 
     entry = os.path.join(cache_root, key[:2], key)
     profile = open_profile(entry)
-    if profile.meta.get("trace_ready"):
+    if profile.meta.trace_ready:
         return {"key": key, "cached": True}
     started = time.time()
     with spilling(entry):
-        if profile.meta.get("trace_deferred"):
+        if profile.meta.trace_deferred:
             try:
                 part = readers.read(span, entry, stage="trace")
             except Exception as exc:
@@ -86,9 +86,8 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
             if part is not None:
                 profile.rows.update(part.rows)
                 profile.errors.extend(part.errors)
-                for k in ("args_file",):
-                    if k in part.meta:
-                        profile.meta[k] = part.meta[k]
+                if part.meta.args_file:
+                    profile.meta.args_file = part.meta.args_file
             _give_memory_back(collect=False)
         try:
             derive.complete_trace(profile)
@@ -96,8 +95,8 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
             profile.errors.append(FileError(span.rel(span.root),
                                             f"timeline index failed: {exc!r}"))
             log.error("trace index failed for %s\n%s", span.root, traceback.format_exc())
-    profile.meta["trace_ready"] = True
-    profile.meta["trace_seconds"] = round(time.time() - started, 3)
+    profile.meta.trace_ready = True
+    profile.meta.trace_seconds = round(time.time() - started, 3)
     write_profile(entry, profile)
     del profile
     _give_memory_back()
@@ -228,7 +227,7 @@ class Loader:
 
     def _submit_trace(self, st: SpanState) -> None:
         prof = self.profile_for(st)
-        if prof is None or prof.meta.get("trace_ready"):
+        if prof is None or prof.meta.trace_ready:
             st.trace_state = "ready" if prof is not None else "error"
             return
         st.trace_state = "loading"

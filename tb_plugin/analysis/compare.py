@@ -70,10 +70,10 @@ def steps(base: Profile, exp: Profile) -> dict:
         common.append({"category": c, "base_us": bv, "exp_us": ev, "delta_us": d,
                        "delta_pct": p})
     return {
-        "base": {"producer": base.meta.get("producer"), "device": base.meta.get("device"),
+        "base": {"producer": base.meta.producer, "device": base.meta.device,
                  "step_count": len(b["steps"]), "categories": b["categories"],
                  "steps": b["steps"]},
-        "exp": {"producer": exp.meta.get("producer"), "device": exp.meta.get("device"),
+        "exp": {"producer": exp.meta.producer, "device": exp.meta.device,
                 "step_count": len(e["steps"]), "categories": e["categories"],
                 "steps": e["steps"]},
         "rows": rows,

@@ -47,10 +47,10 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names
 from .kernels import view_rows
 
-CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank
 SUMMARY_VERSION = 1
 STRAGGLER_THRESHOLD = 0.05
 SLOW_LINK_RATIO = 0.5
@@ -239,9 +239,9 @@ def rank_summary(profile: Profile) -> dict:
     ops, source = _comm_ops(profile)
     return {
         "version": SUMMARY_VERSION,
-        "rank": profile.meta.get("rank"),
-        "producer": profile.meta.get("producer"),
-        "device": profile.meta.get("device"),
+        "rank": profile.meta.rank,
+        "producer": profile.meta.producer,
+        "device": profile.meta.device,
         "steps": step_breakdown(profile),
         "comm_ops": ops,
         "comm_source": source,

@@ -106,10 +106,7 @@ def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
 
 
 def views_of(prof: Profile) -> list[str]:
-    views = [v for v, tabs in VIEW_TABLES if any(prof.has(t) for t in tabs)]
-    if "trace" not in views and prof.meta.get("trace_file"):
-        views.append("trace")
-    return views
+    return [v for v, tabs in VIEW_TABLES if any(prof.has(t) for t in tabs)]
 
 
 # ---- table helper ------------------------------------------------------------------------
@@ -153,7 +150,7 @@ def run(request, loader: Loader):
             st = loader.span_state(r.name, w.name, span)
             prof = loader.profile_for(st) if st is not None else None
             if prof is not None:
-                device = prof.meta.get("device", device)
+                device = prof.meta.device or device
                 for v in views_of(prof):
                     if v not in views:
                         views.append(v)

@@ -28,7 +28,7 @@ def _rank_of(loader: Loader, worker, st) -> int | None:
     if worker.rank is not None:
         return int(worker.rank)
     prof = loader.profile_for(st) if st is not None else None
-    r = prof.meta.get("rank") if prof is not None else None
+    r = prof.meta.rank if prof is not None else None
     try:
         return int(r) if r is not None else None
     except (TypeError, ValueError):
