@@ -43,7 +43,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "device_id": "Int64",
     },
     # Complete (X) events, sorted by (track_id, start_ns, -dur_ns). `args_row` is the row of
-    # the event's args JSON in the profile's args side file (meta["args_file"]), -1 if none;
+    # the event's args JSON in the profile's args side file (meta.args_file), -1 if none;
     # args are fetched on demand, never held in memory.
     "slices": {
         "track_id": "int32",

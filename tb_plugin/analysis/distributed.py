@@ -47,7 +47,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-from ..model import NPU_STEP_CATEGORIES, Profile, category_names
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_category_label
 from .kernels import view_rows
 
 CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank
@@ -495,6 +495,7 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
     return {
         "rank_count": len(summaries),
         "categories": list(CATEGORIES),
+        "category_labels": {c: step_category_label(c) for c in CATEGORIES},
         "steps": step_ids,
         "distribution": dist,
         "slowest": ranked[:outliers],

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import NPU_STEP_CATEGORIES, category_names, profiler_step_windows
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names, profiler_step_windows
 
 STEP_CATEGORIES = category_names(NPU_STEP_CATEGORIES)
 
@@ -52,7 +52,7 @@ def steps_from_overlap(slices, tracks: pd.DataFrame | None = None,
     `ProfilerStep#N` slices; `flows` refines them to device-side windows.
     Returns an empty frame when there are no overlap events.
     """
-    if hasattr(slices, "table") and hasattr(slices, "has"):  # a Profile
+    if isinstance(slices, Profile):
         profile = slices
         slices = profile.table("slices")
         tracks = profile.table("tracks")

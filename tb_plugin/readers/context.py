@@ -144,5 +144,5 @@ def run_steps(ctx: ReadContext, steps: Sequence[Step]) -> Profile:
 
 
 def _step_name(step: Step) -> str:
-    name = getattr(step, "__name__", "step")
+    name = step.__name__
     return name[len("_read_"):] if name.startswith("_read_") else name.lstrip("_")

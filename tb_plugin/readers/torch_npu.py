@@ -49,7 +49,6 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
     profiler_step_windows
 from . import SpanSource
 from . import columns as C
-from .columns import find_header
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, us_text_to_ns
 
