@@ -21,18 +21,22 @@ class Column:
     name: str
     headers: tuple[str, ...]
     kind: str = "text"
+    # A file without this column's first header is unusable (an error names what is missing).
+    required: bool = False
 
 
 Table = dict[str, Column]
+REQUIRED = True
 
 
 def _table(*columns: tuple) -> Table:
-    """(name, headers, kind) or (name, headers) rows -> {name: Column}."""
-    out: Table = {}
-    for row in columns:
-        name, headers = row[0], row[1]
-        out[name] = Column(name, tuple(headers), row[2] if len(row) > 2 else "text")
-    return out
+    """(name, headers[, kind[, REQUIRED]]) rows -> {name: Column}."""
+    return {row[0]: Column(row[0], tuple(row[1]), *row[2:]) for row in columns}
+
+
+def required(table: Table) -> tuple[str, ...]:
+    """The headers a file of this table must have, for `ReadContext.csv(required=...)`."""
+    return tuple(c.headers[0] for c in table.values() if c.required)
 
 
 def find_header(df: pd.DataFrame, *headers: str) -> str | None:
@@ -63,11 +67,11 @@ def resolve(df: pd.DataFrame, table: Table) -> dict[str, str]:
 KERNEL_DETAILS = _table(
     ("step", ("Step Id", "Step ID"), "int"),
     ("device_id", ("Device_id", "Device ID"), "int"),
-    ("name", ("Name", "Op Name"), "text"),
+    ("name", ("Name", "Op Name"), "text", REQUIRED),
     ("type", ("Type", "OP Type"), "text"),
     ("core_type", ("Accelerator Core", "Task Type"), "text"),
-    ("start_ns", ("Start Time(us)", "Task Start Time(us)"), "us"),
-    ("dur_ns", ("Duration(us)", "Task Duration(us)"), "us"),
+    ("start_ns", ("Start Time(us)", "Task Start Time(us)"), "us", REQUIRED),
+    ("dur_ns", ("Duration(us)", "Task Duration(us)"), "us", REQUIRED),
     ("wait_ns", ("Wait Time(us)", "Task Wait Time(us)"), "us"),
     ("stream_id", ("Stream ID", "Stream Id"), "int"),
     ("block_dim", ("Block Num", "Block Dim"), "int"),
@@ -83,7 +87,7 @@ KERNEL_TEXT_HEADERS = frozenset({
     "Infer ID"})
 
 OPERATOR_DETAILS = _table(
-    ("name", ("Name",), "text"),
+    ("name", ("Name",), "text", REQUIRED),
     ("input_shapes", ("Input Shapes",), "shapes"),
     ("call_stack", ("Call Stack",), "stack"),
     ("host_self_ns", ("Host Self Duration(us)",), "us"),
@@ -97,11 +101,11 @@ OPERATOR_DETAILS = _table(
 STEP_TRACE_TIME = _table(
     ("step", ("Step", "Step Id", "Step ID"), "int"),
     ("device_id", ("Device_id", "Device ID"), "int"),
-    ("bd_computing", ("Computing",), "us"),
-    ("bd_communication_not_overlapped", ("Communication(Not Overlapped)",), "us"),
+    ("bd_computing", ("Computing",), "us", REQUIRED),
+    ("bd_communication_not_overlapped", ("Communication(Not Overlapped)",), "us", REQUIRED),
     ("bd_overlapped", ("Overlapped",), "us"),
     ("communication_ns", ("Communication",), "us"),
-    ("bd_free", ("Free",), "us"),
+    ("bd_free", ("Free",), "us", REQUIRED),
     ("stage_ns", ("Stage",), "us"),
     ("bubble_ns", ("Bubble",), "us"),
     ("comm_not_overlapped_exclude_receive_ns",
@@ -110,8 +114,8 @@ STEP_TRACE_TIME = _table(
 )
 
 MEMORY_RECORD = _table(
-    ("component", ("Component",), "text"),
-    ("ts_ns", ("Timestamp(us)",), "us"),
+    ("component", ("Component",), "text", REQUIRED),
+    ("ts_ns", ("Timestamp(us)",), "us", REQUIRED),
     ("allocated_mb", ("Total Allocated(MB)",), "mb"),
     ("reserved_mb", ("Total Reserved(MB)",), "mb"),
     ("active_mb", ("Total Active(MB)",), "mb"),
@@ -119,9 +123,9 @@ MEMORY_RECORD = _table(
 )
 
 OPERATOR_MEMORY = _table(
-    ("name", ("Name",), "text"),
-    ("size_kb", ("Size(KB)",), "float"),
-    ("alloc_ns", ("Allocation Time(us)",), "us"),
+    ("name", ("Name",), "text", REQUIRED),
+    ("size_kb", ("Size(KB)",), "float", REQUIRED),
+    ("alloc_ns", ("Allocation Time(us)",), "us", REQUIRED),
     ("release_ns", ("Release Time(us)",), "us_or_missing"),
     ("duration_ns", ("Duration(us)",), "us_or_missing"),
     ("alloc_total_allocated_mb", ("Allocation Total Allocated(MB)",), "mb"),
@@ -131,8 +135,8 @@ OPERATOR_MEMORY = _table(
 
 # Reserved memory is MB in torch_npu, KB in older exports (one of the two is present).
 NPU_MODULE_MEM = _table(
-    ("component", ("Component",), "text"),
-    ("ts_ns", ("Timestamp(us)",), "us"),
+    ("component", ("Component",), "text", REQUIRED),
+    ("ts_ns", ("Timestamp(us)",), "us", REQUIRED),
     ("reserved_mb", ("Total Reserved(MB)",), "float"),
     ("reserved_kb", ("Total Reserved(KB)",), "float"),
     ("device", ("Device", "Device_id"), "text"),
@@ -145,7 +149,7 @@ NPU_MODULE_MEM = _table(
 MSPROF_DEVICE = _table(("device_id", ("Device_id", "Device ID"), "int"))
 
 OP_SUMMARY = _table(
-    ("name", ("Op Name", "Name"), "text"),
+    ("name", ("Op Name", "Name"), "text", REQUIRED),
     ("type", ("OP Type", "Type"), "text"),
     ("core_type", ("Task Type", "Accelerator Core"), "text"),
     ("start_ns", ("Task Start Time(us)", "Start Time(us)"), "us"),
@@ -165,7 +169,7 @@ OP_SUMMARY_TEXT_HEADERS = KERNEL_TEXT_HEADERS | frozenset({
     "Input Data Types", "Output Shapes"})
 
 MSPROF_STEP_TRACE = _table(
-    ("step", ("Iteration ID",), "int"),
+    ("step", ("Iteration ID",), "int", REQUIRED),
     ("model", ("Model ID",), "text"),
     ("end_ns", ("Iteration End(us)", "Iteration End"), "us"),
     ("total_ns", ("Iteration Time(us)", "Iteration Time"), "us"),
@@ -174,26 +178,26 @@ MSPROF_STEP_TRACE = _table(
 )
 
 NPU_MEM = _table(
-    ("component", ("event",), "text"),
+    ("component", ("event",), "text", REQUIRED),
     ("ts_ns", ("timestamp(us)", "Timestamp(us)"), "us"),
     ("reserved_mb", ("memory(KB)",), "kb"),
 )
 
 MSPROF_MEMORY_RECORD = _table(
-    ("component", ("Component",), "text"),
+    ("component", ("Component",), "text", REQUIRED),
     ("ts_ns", ("Timestamp(us)",), "us"),
     ("allocated_mb", ("Total Allocated(KB)",), "kb"),
     ("reserved_mb", ("Total Reserved(KB)",), "kb"),
 )
 
 MSPROF_NPU_MODULE_MEM = _table(
-    ("component", ("Component",), "text"),
+    ("component", ("Component",), "text", REQUIRED),
     ("ts_ns", ("Timestamp(us)",), "us"),
     ("reserved_mb", ("Total Reserved(KB)",), "kb"),
 )
 
 MSPROF_OPERATOR_MEMORY = _table(
-    ("name", ("Name",), "text"),
+    ("name", ("Name",), "text", REQUIRED),
     ("size_kb", ("Size(KB)",), "float"),
     ("alloc_ns", ("Allocation Time(us)",), "us"),
     ("release_ns", ("Release Time(us)",), "us"),
@@ -212,29 +216,23 @@ MSPROF_MEMORY_DEVICE = _table(
 # profiler*/ flat files (formats.md §2.23).
 
 STEP_TRACE_RAW = _table(
-    ("step", ("step_num",), "int"),
-    ("start_ns", ("start_point",), "ticks"),
-    ("end_ns", ("end_point",), "ticks"),
-    ("total_ns", ("total",), "ticks"),
-    ("bd_iteration_interval", ("iteration_interval",), "ticks"),
-    ("bd_fp_and_bp", ("fp_and_bp",), "ticks"),
-    ("bd_tail", ("tail",), "ticks"),
+    ("step", ("step_num",), "int", REQUIRED),
+    ("start_ns", ("start_point",), "ticks", REQUIRED),
+    ("end_ns", ("end_point",), "ticks", REQUIRED),
+    ("total_ns", ("total",), "ticks", REQUIRED),
+    ("bd_iteration_interval", ("iteration_interval",), "ticks", REQUIRED),
+    ("bd_fp_and_bp", ("fp_and_bp",), "ticks", REQUIRED),
+    ("bd_tail", ("tail",), "ticks", REQUIRED),
 )
 
 OUTPUT_TIMELINE_DATA = _table(
-    ("op_name", ("op_name",), "text"),
-    ("stream_id", ("stream_id",), "int"),
-    ("start_ns", ("start_time(ms)",), "ms"),
-    ("dur_ns", ("duration(ms)",), "ms"),
+    ("op_name", ("op_name",), "text", REQUIRED),
+    ("stream_id", ("stream_id",), "int", REQUIRED),
+    ("start_ns", ("start_time(ms)",), "ms", REQUIRED),
+    ("dur_ns", ("duration(ms)",), "ms", REQUIRED),
 )
 
 # Names of the AI Core / AI CPU ops in the intermediate files (core type of a kernel).
 AICORE_DETAIL = _table(("op", ("full_op_name", "full_kernel_name")))
 AICORE_TYPE = _table(("op_type", ("kernel_type", "op_type")))
 AICPU = _table(("op", ("op_type", "kernel_type", "op_name", "full_op_name")))
-
-
-def required_headers(table: Table, *names: str) -> tuple[str, ...]:
-    """The preferred header of each named column, for `read_csv(required=...)` when a table
-    has one header per column."""
-    return tuple(table[n].headers[0] for n in names)

@@ -30,8 +30,6 @@ from . import columns as C
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import us_text_to_ns
 
-_STEP_REQUIRED = C.required_headers(C.STEP_TRACE_RAW, *C.STEP_TRACE_RAW)
-_TIMELINE_REQUIRED = C.required_headers(C.OUTPUT_TIMELINE_DATA, *C.OUTPUT_TIMELINE_DATA)
 _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10
 
@@ -60,7 +58,7 @@ def _ticks(s: pd.Series) -> np.ndarray:
 
 
 def _read_steps(ctx: _Ctx) -> None:
-    df = ctx.csv(f"step_trace_raw_{ctx.id}_detail_time.csv", required=_STEP_REQUIRED)
+    df = ctx.csv(f"step_trace_raw_{ctx.id}_detail_time.csv", required=C.required(C.STEP_TRACE_RAW))
     if df is None:
         return
     c = C.resolve(df, C.STEP_TRACE_RAW)
@@ -109,7 +107,7 @@ def _ms_text_to_ns(s: pd.Series) -> np.ndarray:
 
 
 def _read_kernels(ctx: _Ctx) -> None:
-    df = ctx.csv(f"output_timeline_data_{ctx.id}.txt", required=_TIMELINE_REQUIRED)
+    df = ctx.csv(f"output_timeline_data_{ctx.id}.txt", required=C.required(C.OUTPUT_TIMELINE_DATA))
     if df is None:
         return
     c = C.resolve(df, C.OUTPUT_TIMELINE_DATA)

@@ -307,7 +307,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     kernels = None
     ops = _files(ctx.summary, "op_summary", "csv")
     if ops:
-        df = ctx.csvs(ops, required=("Op Name",))
+        df = ctx.csvs(ops, required=C.required(C.OP_SUMMARY))
         if df is not None:
             kernels = _kernels_from_summary(df, ctx.device_id)
     if kernels is None and ctx.trace_read:
@@ -378,7 +378,7 @@ def _read_steps(ctx: _Ctx) -> None:
     steps = None
     st_files = _files(ctx.summary, "step_trace", "csv")
     if st_files:
-        df = ctx.csvs(st_files, required=("Iteration ID",))
+        df = ctx.csvs(st_files, required=C.required(C.MSPROF_STEP_TRACE))
         if df is not None:
             steps = _steps_from_csv(df, ctx.device_id)
     if steps is None and ctx.trace_read:
@@ -502,17 +502,17 @@ def _memory_device(df: pd.DataFrame, device_id) -> np.ndarray:
     return np.full(len(df), fallback, dtype=object)
 
 
-def _summary_csv(ctx: _Ctx, base: str, required: tuple[str, ...]) -> pd.DataFrame | None:
+def _summary_csv(ctx: _Ctx, base: str, table: C.Table) -> pd.DataFrame | None:
     """The newest export of summary `base` (slices stacked), rows of this device only."""
     files = _files(ctx.summary, base, "csv")
-    df = ctx.csvs(files, required=required) if files else None
+    df = ctx.csvs(files, required=C.required(table)) if files else None
     return None if df is None else _filter_device(df, ctx.device_id)
 
 
 def _read_memory_records(ctx: _Ctx) -> None:
     """npu_mem (APP / Device reserved) and memory_record (GE allocated / reserved)."""
     recs = []
-    df = _summary_csv(ctx, "npu_mem", ("event",))
+    df = _summary_csv(ctx, "npu_mem", C.NPU_MEM)
     if df is not None:
         c = C.resolve(df, C.NPU_MEM)
         recs.append(pd.DataFrame({
@@ -522,7 +522,7 @@ def _read_memory_records(ctx: _Ctx) -> None:
             "reserved_mb": _kb_mib(df, c.get("reserved_mb")),
             "allocated_mb": np.nan,
         }))
-    df = _summary_csv(ctx, "memory_record", ("Component",))
+    df = _summary_csv(ctx, "memory_record", C.MSPROF_MEMORY_RECORD)
     if df is not None:
         c = C.resolve(df, C.MSPROF_MEMORY_RECORD)
         recs.append(pd.DataFrame({
@@ -538,7 +538,7 @@ def _read_memory_records(ctx: _Ctx) -> None:
 
 
 def _read_module_memory(ctx: _Ctx) -> None:
-    df = _summary_csv(ctx, "npu_module_mem", ("Component",))
+    df = _summary_csv(ctx, "npu_module_mem", C.MSPROF_NPU_MODULE_MEM)
     if df is None:
         return
     c = C.resolve(df, C.MSPROF_NPU_MODULE_MEM)
@@ -553,7 +553,7 @@ def _read_module_memory(ctx: _Ctx) -> None:
 
 
 def _read_memory_allocations(ctx: _Ctx) -> None:
-    df = _summary_csv(ctx, "operator_memory", ("Name",))
+    df = _summary_csv(ctx, "operator_memory", C.MSPROF_OPERATOR_MEMORY)
     if df is None:
         return
     c = C.resolve(df, C.MSPROF_OPERATOR_MEMORY)

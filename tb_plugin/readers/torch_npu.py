@@ -79,9 +79,6 @@ _PROCESS_KIND = {
     "Overlap Analysis": "overlap",
 }
 
-_KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
-_STEP_REQUIRED = ("Computing", "Communication(Not Overlapped)", "Free")
-
 _COMM_TIME_KEYS = {
     "elapse_ns": "Elapse Time(ms)",
     "transit_ns": "Transit Time(ms)",
@@ -369,7 +366,7 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
 # --------------------------------------------------------------------------- kernels
 
 def _read_kernels(ctx: _Ctx) -> None:
-    df = ctx.csv("kernel_details.csv", required=_KERNEL_REQUIRED)
+    df = ctx.csv("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
     if df is None:
         return
     cols = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
@@ -394,7 +391,7 @@ def _read_kernels(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- operators
 
 def _read_operators(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_details.csv", required=("Name",))
+    df = ctx.csv("operator_details.csv", required=C.required(C.OPERATOR_DETAILS))
     if df is None:
         return
     cols = _convert(df, C.OPERATOR_DETAILS, ctx.dialect)
@@ -407,7 +404,7 @@ def _read_operators(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- steps
 
 def _read_steps(ctx: _Ctx) -> None:
-    df = ctx.csv("step_trace_time.csv", required=_STEP_REQUIRED)
+    df = ctx.csv("step_trace_time.csv", required=C.required(C.STEP_TRACE_TIME))
     if df is None:
         return
     cols = _convert(df, C.STEP_TRACE_TIME, ctx.dialect)
@@ -457,7 +454,7 @@ def _device_text(s: pd.Series) -> pd.Series:
 
 
 def _read_memory_records(ctx: _Ctx) -> None:
-    df = ctx.csv("memory_record.csv", required=("Component", "Timestamp(us)"))
+    df = ctx.csv("memory_record.csv", required=C.required(C.MEMORY_RECORD))
     if df is None:
         return
     out = pd.DataFrame(_convert(df, C.MEMORY_RECORD, ctx.dialect))
@@ -467,7 +464,7 @@ def _read_memory_records(ctx: _Ctx) -> None:
 
 
 def _read_memory_allocations(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_memory.csv", required=("Name", "Size(KB)", "Allocation Time(us)"))
+    df = ctx.csv("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
     if df is None:
         return
     out = pd.DataFrame(_convert(df, C.OPERATOR_MEMORY, ctx.dialect))
@@ -485,7 +482,7 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
 
 
 def _read_module_memory(ctx: _Ctx) -> None:
-    df = ctx.csv("npu_module_mem.csv", required=("Component", "Timestamp(us)"))
+    df = ctx.csv("npu_module_mem.csv", required=C.required(C.NPU_MODULE_MEM))
     if df is None:
         return
     cols = C.resolve(df, C.NPU_MODULE_MEM)
@@ -494,8 +491,8 @@ def _read_module_memory(ctx: _Ctx) -> None:
     elif "reserved_kb" in cols:
         reserved = _float(df[cols["reserved_kb"]]) / 1024.0
     else:
-        ctx.error(ctx.path("npu_module_mem.csv"),
-                  "missing required column Total Reserved(MB) or Total Reserved(KB)")
+        either = " or ".join(C.NPU_MODULE_MEM[n].headers[0] for n in ("reserved_mb", "reserved_kb"))
+        ctx.error(ctx.path("npu_module_mem.csv"), f"missing required column {either}")
         return
     reserved = np.where(reserved < 0, np.nan, reserved)  # -1: only a release was captured
     if "device" in cols:
