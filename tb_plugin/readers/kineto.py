@@ -230,6 +230,9 @@ def _read_kernels(ctx: _Ctx) -> None:
     })
     kernels = kernels.sort_values("start_ns", kind="stable").reset_index(drop=True)
     ctx.profile.set("kernels", kernels, keep_extra=True)
+    devs = sorted({d for d in device if d is not None})
+    if devs:
+        ctx.profile.meta.device_id = int(devs[0])  # the first GPU the kernels ran on
 
 
 def _read_operators(ctx: _Ctx) -> None:
@@ -262,10 +265,6 @@ def _read_meta(ctx: _Ctx) -> None:
             meta.rank = _int_or_none(dist.get("rank"))
         if _int_or_none(dist.get("world_size")) is not None:
             meta.world_size = _int_or_none(dist.get("world_size"))
-    if ctx.profile.has("kernels"):
-        devs = sorted({d for d in ctx.profile.table("kernels")["device_id"].dropna().tolist()})
-        if devs:
-            meta.device_id = int(devs[0])
     versions = {}
     if tmeta.get("schemaVersion") is not None:
         versions["schema"] = tmeta.get("schemaVersion")
