@@ -422,7 +422,8 @@ def _read_steps(ctx: _Ctx) -> None:
         if want is None or want not in set(devs.tolist()):
             want = int(sorted(devs.tolist())[0])
         out = out[out["device_id"] == want].reset_index(drop=True)
-    for c in ("bd_computing", "bd_communication_not_overlapped", "bd_overlapped", "bd_free"):
+    breakdown = [c.column for c in NPU_STEP_CATEGORIES]
+    for c in breakdown:
         if c not in out.columns:
             out[c] = np.zeros(len(out), np.int64)
     out["total_ns"] = (out["bd_computing"] + out["bd_communication_not_overlapped"]
@@ -436,8 +437,7 @@ def _read_steps(ctx: _Ctx) -> None:
         m = out[["step"]].merge(win, on="step", how="left")
         out["start_ns"] = m["start_ns"].fillna(0).astype(np.int64).to_numpy()
         out["end_ns"] = m["end_ns"].fillna(0).astype(np.int64).to_numpy()
-    order = ["step", "start_ns", "end_ns", "total_ns", "bd_computing",
-             "bd_communication_not_overlapped", "bd_overlapped", "bd_free"]
+    order = ["step", "start_ns", "end_ns", "total_ns", *breakdown]
     out = out[[c for c in order if c in out.columns]
               + [c for c in out.columns if c not in order]]
     out = out.sort_values("step", kind="stable").reset_index(drop=True)
