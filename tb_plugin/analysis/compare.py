@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import Profile, step_category_label
 from . import distributed, kernels, operators, overview
 
 
@@ -78,6 +78,8 @@ def steps(base: Profile, exp: Profile) -> dict:
                 "steps": e["steps"]},
         "rows": rows,
         "common": common,
+        "category_labels": {c: step_category_label(c)
+                            for c in dict.fromkeys(cats + list(distributed.CATEGORIES))},
     }
 
 
