@@ -27,12 +27,12 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Any
 
-from .model import FileError, Profile, table_path, write_table
+from .model import FileError, Profile, ProfileMeta, table_path, write_table
 
 # Bump when readers or the model change what they store.
-VERSION = 1
+# 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.
+VERSION = 2
 APP_DIR = "tensorboard-plugin-npu-profiler"
 META_FILE = "meta.json"
 
@@ -136,14 +136,6 @@ def _ensure_writable(path: str) -> bool:
         return False
 
 
-def _json_safe(v: Any):
-    try:
-        json.dumps(v)
-        return v
-    except (TypeError, ValueError):
-        return repr(v)
-
-
 def write_profile(directory: str, profile: Profile) -> None:
     """Write the tables not yet on disk in `directory`, then meta.json (written last: an
     entry is complete when its meta.json exists)."""
@@ -152,12 +144,13 @@ def write_profile(directory: str, profile: Profile) -> None:
         if profile.directory == directory and os.path.exists(path):
             continue
         write_table(path, profile.table(name))
-    meta = {k: _json_safe(v) for k, v in profile.meta.items() if not k.startswith("args_table")}
-    doc = {"meta": meta, "errors": [e.to_json() for e in profile.errors],
+    doc = {"meta": profile.meta.to_json(), "errors": [e.to_json() for e in profile.errors],
            "rows": {k: int(v) for k, v in profile.rows.items()}}
     tmp = os.path.join(directory, f"{META_FILE}.tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh)
+        # Values copied from the producer's files are JSON already; anything else is kept
+        # as its repr rather than losing the entry.
+        json.dump(doc, fh, default=repr)
     os.replace(tmp, os.path.join(directory, META_FILE))
 
 
@@ -165,6 +158,6 @@ def open_profile(directory: str) -> Profile:
     """A cached profile: meta now, tables memory-mapped on first use."""
     with open(os.path.join(directory, META_FILE), encoding="utf-8") as fh:
         doc = json.load(fh)
-    return Profile(meta=doc.get("meta", {}),
+    return Profile(meta=ProfileMeta.from_json(doc.get("meta", {})),
                    errors=[FileError(**e) for e in doc.get("errors", [])],
                    directory=directory, rows=dict(doc.get("rows", {})))

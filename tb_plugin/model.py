@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 from typing import Any
 
@@ -42,7 +43,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "device_id": "Int64",
     },
     # Complete (X) events, sorted by (track_id, start_ns, -dur_ns). `args_row` is the row of
-    # the event's args JSON in the profile's args side file (meta["args_file"]), -1 if none;
+    # the event's args JSON in the profile's args side file (meta.args_file), -1 if none;
     # args are fetched on demand, never held in memory.
     "slices": {
         "track_id": "int32",
@@ -109,6 +110,13 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "start_ns": "int64",
         "end_ns": "int64",
         "total_ns": "int64",
+    },
+    # Step windows a producer states outside the trace's ProfilerStep slices: msprof's
+    # `Iteration N` windows when its steps are left to the Overlap Analysis (derive.py).
+    "step_windows": {
+        "step": "int64",
+        "start_ns": "int64",
+        "end_ns": "int64",
     },
     # Memory curves: one sample per row. component: PTA, GE, PTA+GE, APP, WORKSPACE,
     # MindSpore, ... or kineto's "PyTorch" allocator. device: "NPU:0", "GPU:0", "CPU".
@@ -292,13 +300,267 @@ def read_table(path: str) -> pd.DataFrame:
     return table.to_pandas(split_blocks=True)
 
 
+# --------------------------------------------------------------------------- step windows
+
+PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def _no_windows() -> pd.DataFrame:
+    return pd.DataFrame({"step": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
+                         "end_ns": np.zeros(0, np.int64)})
+
+
+def profiler_step_windows(slices: pd.DataFrame) -> pd.DataFrame:
+    """(step, start_ns, end_ns) of the host `ProfilerStep#N` slices, sorted by step. The
+    same step may appear on several threads: its window is the widest (min start, max end)."""
+    if len(slices) == 0:
+        return _no_windows()
+    names = slices["name"]
+    cats = names.cat.categories if hasattr(names, "cat") else pd.Index(names.unique())
+    try:  # on the distinct names: a big trace has hundreds of thousands of them
+        is_step = cats.astype("string").str.startswith("ProfilerStep#").fillna(False)
+        step_names = cats[np.asarray(is_step, dtype=bool)].tolist()
+    except (TypeError, ValueError, AttributeError):
+        step_names = [c for c in cats if isinstance(c, str) and c.startswith("ProfilerStep#")]
+    if not step_names:
+        return _no_windows()
+    rows = slices[names.isin(step_names)]
+    steps = rows["name"].astype(str).str.extract(PROFILER_STEP)[0]
+    df = pd.DataFrame({"step": pd.to_numeric(steps, errors="coerce"),
+                       "start_ns": rows["start_ns"].to_numpy(),
+                       "end_ns": rows["start_ns"].to_numpy() + rows["dur_ns"].to_numpy()})
+    df = df.dropna(subset=["step"])
+    if len(df) == 0:
+        return _no_windows()
+    df["step"] = df["step"].astype(np.int64)
+    df = df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
+                                               end_ns=("end_ns", "max"))
+    return df.sort_values("step").reset_index(drop=True)
+
+
+def step_windows(profile: "Profile") -> pd.DataFrame:
+    """The profile's step windows: those its producer stated (`step_windows` table), else
+    the `ProfilerStep#N` slices of its trace; (step, start_ns, end_ns) sorted by step."""
+    if profile.has("step_windows"):
+        df = profile.table("step_windows")[["step", "start_ns", "end_ns"]]
+        return df.sort_values("step").reset_index(drop=True)
+    return profiler_step_windows(profile.table("slices"))
+
+
+# --------------------------------------------------------------------------- step categories
+
+@dataclasses.dataclass(frozen=True)
+class StepCategory:
+    """One part of a step's time: the `steps` table holds it as `bd_<name>` (ns)."""
+
+    name: str
+    label: str
+
+    @property
+    def column(self) -> str:
+        return f"bd_{self.name}"
+
+
+def _categories(*pairs: tuple[str, str]) -> tuple[StepCategory, ...]:
+    return tuple(StepCategory(name, label) for name, label in pairs)
+
+
+# Each breakdown a producer (or an analysis) defines, in display order. A profile's
+# `meta.step_categories` names the categories of one of these, by name.
+# NPU: step_trace_time.csv, or the same numbers from Overlap Analysis events (docs/formats.md §2.8).
+NPU_STEP_CATEGORIES = _categories(
+    ("computing", "Computing"),
+    ("communication_not_overlapped", "Communication (not overlapped)"),
+    ("overlapped", "Overlapped"),
+    ("free", "Free"),
+)
+# msprof graph-mode step_trace: FP to BP time, Iteration Refresh, and the rest of the iteration.
+MSPROF_STEP_CATEGORIES = _categories(
+    ("computing", "Computing"),
+    ("iteration_refresh", "Iteration refresh"),
+    ("other", "Other"),
+)
+# MindSpore <= 2.3 step_trace_raw: the gap before FP, forward + backward, what follows BP.
+MINDSPORE_LEGACY_STEP_CATEGORIES = _categories(
+    ("iteration_interval", "Iteration interval"),
+    ("fp_and_bp", "FP and BP"),
+    ("tail", "Tail"),
+)
+# GPU (kineto): torch-tb-profiler's activities in their priority order (highest first).
+GPU_STEP_CATEGORIES = _categories(
+    ("kernel", "Kernel"),
+    ("memcpy", "Memcpy"),
+    ("memset", "Memset"),
+    ("communication", "Communication"),
+    ("runtime", "Runtime"),
+    ("dataloader", "DataLoader"),
+    ("cpu_exec", "CPU Exec"),
+    ("other", "Other"),
+)
+
+_STEP_CATEGORY_LABELS = {c.name: c.label for group in (
+    NPU_STEP_CATEGORIES, MSPROF_STEP_CATEGORIES, MINDSPORE_LEGACY_STEP_CATEGORIES,
+    GPU_STEP_CATEGORIES) for c in group}
+
+
+def category_names(categories: tuple[StepCategory, ...]) -> list[str]:
+    return [c.name for c in categories]
+
+
+def step_category_label(name: str) -> str:
+    """Display label of a breakdown category; one no breakdown declares is shown by name."""
+    label = _STEP_CATEGORY_LABELS.get(name)
+    return label if label is not None else name.replace("_", " ").capitalize()
+
+
+# --------------------------------------------------------------------------- profile meta
+
+def _meta_field(doc: str, default: Any = None, *, stored: bool = True):
+    """A `ProfileMeta` field with its documentation; `stored=False` keeps it out of the
+    cache entry (and out of repr: it only lives in the process that made it)."""
+    return dataclasses.field(default=default, repr=stored,
+                             metadata={"doc": doc, "stored": stored})
+
+
+@dataclasses.dataclass
+class ProfileMeta:
+    """What is known about a profile besides its tables. Every key is declared here; None
+    means the producer did not say. Stored as the cache entry's meta.json (`to_json` /
+    `from_json`).
+
+    Fields are attributes (`meta.rank`); reading by name (`meta["rank"]`, `"rank" in meta`,
+    `meta.get("rank")`) works for declared fields only, so a misspelt key fails instead of
+    reading nothing.
+    """
+
+    # -- what produced it
+    producer: str | None = _meta_field(
+        "torch_npu | mindspore | msprof | kineto | mindspore_legacy.")
+    device: str | None = _meta_field("npu | gpu | cpu: the kind of device profiled.")
+    rank: int | None = _meta_field("Global rank of the worker (profiler_info, info.json, "
+                                   "kineto distributedInfo).")
+    device_id: int | None = _meta_field("The device this worker ran on (NPU / GPU index).")
+    world_size: int | None = _meta_field("Number of ranks of the job.")
+    distributed: dict | None = _meta_field(
+        "The producer's distributed description as written: kineto `distributedInfo`, or "
+        "torch_npu `{\"parallel_group_info\": ...}` from profiler_metadata.json.")
+    profiler_level: str | None = _meta_field("torch_npu `_profiler_level` (Level0/1/2).")
+    env_variables: dict | None = _meta_field(
+        "Environment variables the producer recorded (torch_npu profiler_metadata.json "
+        "`ENV_VARIABLES`), name -> value as text; read by the advisor's environment rule.")
+    versions: dict | None = _meta_field(
+        "Producer versions by name (torch_npu_version, cann_version, ms_version, schema, "
+        "framework, ...), as text or numbers as written.")
+    layout: str | None = _meta_field(
+        "msprof export layout: mindstudio_profiler_output | device_summary | "
+        "device_timeline_per_iteration.")
+    device_properties: list | None = _meta_field(
+        "kineto `deviceProperties`: one dict per GPU, as written.")
+    base_time_ns: int | None = _meta_field(
+        "kineto `baseTimeNanoseconds`, already added to every timestamp (epoch ns).")
+    memory_totals: str | None = _meta_field(
+        "\"running_sum_of_bytes\" when kineto memory totals are a running sum of `Bytes` "
+        "(old traces without Total Allocated), relative to the trace start.")
+    operator_durations: bool = _meta_field(
+        "False when the operator file has no durations (MindSpore's 2-column "
+        "operator_details.csv): operator times are then 0, not measured.", True)
+    # -- steps
+    step_categories: list[str] | None = _meta_field(
+        "Ordered names of the breakdown categories of `steps` (`bd_<name>` columns), from "
+        "one of the declared breakdowns (NPU_STEP_CATEGORIES, ...).")
+    steps_known: list[int] | None = _meta_field(
+        "Step ids of the profile (steps table, else the step windows), for step filters.")
+    # -- trace
+    args_file: str | None = _meta_field(
+        "Name of the trace args side file in the cache entry (readers.ARGS_FILE).")
+    args_table: Any = _meta_field(
+        "The trace args as a pyarrow Table when read without a work dir (tests); never "
+        "stored.", stored=False)
+    trace_index: dict | None = _meta_field(
+        "The timeline index's own meta (analysis.trace_index: version, origin_ns, "
+        "start_ns, end_ns, levels, steps).")
+    # -- loading
+    trace_deferred: bool = _meta_field(
+        "The first load stage left the trace for the second (readers.read stage views).",
+        False)
+    trace_ready: bool = _meta_field("The second load stage (timeline index) is done.", False)
+    load_seconds: float | None = _meta_field("Wall time of the first load stage.")
+    trace_seconds: float | None = _meta_field("Wall time of the second load stage.")
+
+    # -- access by name (declared fields only)
+
+    def _check(self, key: str) -> None:
+        if key not in _META_FIELDS:
+            raise KeyError(f"{key!r} is not a ProfileMeta field")
+
+    def __getitem__(self, key: str):
+        self._check(key)
+        value = getattr(self, key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value) -> None:
+        self._check(key)
+        setattr(self, key, value)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _META_FIELDS and getattr(self, key) is not None
+
+    def get(self, key: str, default=None):
+        self._check(key)
+        value = getattr(self, key)
+        return default if value is None else value
+
+    def pop(self, key: str, default=None):
+        """Value of `key` (default if unset), which is reset to its declared default."""
+        value = self.get(key, default)
+        setattr(self, key, _META_DEFAULTS[key])
+        return value
+
+    def update(self, values: dict) -> None:
+        for key, value in values.items():
+            self[key] = value
+
+    # -- cache entry
+
+    def to_json(self) -> dict:
+        """The stored fields that differ from their defaults, as JSON values."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not f.metadata["stored"] or value is _META_DEFAULTS[f.name]:
+                continue
+            out[f.name] = _json_value(value)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "ProfileMeta":
+        """Inverse of `to_json`; keys no field declares (a newer writer) are ignored."""
+        return cls(**{k: v for k, v in doc.items() if k in _META_FIELDS
+                      and _META_FIELDS[k].metadata["stored"]})
+
+
+_META_FIELDS = {f.name: f for f in dataclasses.fields(ProfileMeta)}
+_META_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ProfileMeta)}
+
+
+def _json_value(v: Any):
+    """numpy scalars (a rank read from a table) as Python numbers, containers recursively."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    return v
+
+
 @dataclasses.dataclass
 class Profile:
     """Everything known about one worker-span, in normalized tables.
 
-    `meta` keys (all optional): producer (torch_npu|mindspore|msprof|kineto), device
-    (npu|gpu|cpu), rank, device_id, world_size, profiler_level, step_categories (ordered
-    list of breakdown categories present in steps), versions, distributed (dict).
+    `meta` is a `ProfileMeta` (a plain dict of its field names is accepted and converted).
 
     With a `directory`, tables live on disk as Arrow files (`<table>.arrow`): `set` writes
     them, `table` memory-maps them on first use. That is how reader processes hand tables to
@@ -306,12 +568,14 @@ class Profile:
     """
 
     tables: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    meta: ProfileMeta = dataclasses.field(default_factory=ProfileMeta)
     errors: list[FileError] = dataclasses.field(default_factory=list)
     directory: str | None = dataclasses.field(default_factory=lambda: _SPILL_DIR)
     rows: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        if isinstance(self.meta, dict):
+            self.meta = ProfileMeta(**self.meta)
         self._lock = threading.Lock()
         for name, df in self.tables.items():
             self.rows[name] = len(df)
@@ -351,7 +615,7 @@ class Profile:
                 self.tables.pop(n, None)
 
     def step_categories(self) -> list[str]:
-        cats = self.meta.get("step_categories")
+        cats = self.meta.step_categories
         if cats:
             return list(cats)
         if not self.has("steps"):

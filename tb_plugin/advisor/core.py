@@ -63,11 +63,9 @@ def link(view: str, **params) -> dict:
 
 
 def meta_value(profile: Profile, key: str, default=None):
-    """The one place the advisor reads profile metadata (meta may become a typed object)."""
-    meta = profile.meta
-    if isinstance(meta, dict):
-        return meta.get(key, default)
-    return getattr(meta, key, default)
+    """The one place the advisor reads profile metadata (a declared `ProfileMeta` field;
+    a misspelt key raises KeyError)."""
+    return profile.meta.get(key, default)
 
 
 def severity_for(pct: float | None, t: Thresholds) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import Profile, step_category_label
 from . import distributed, kernels, operators, overview
 
 
@@ -70,14 +70,16 @@ def steps(base: Profile, exp: Profile) -> dict:
         common.append({"category": c, "base_us": bv, "exp_us": ev, "delta_us": d,
                        "delta_pct": p})
     return {
-        "base": {"producer": base.meta.get("producer"), "device": base.meta.get("device"),
+        "base": {"producer": base.meta.producer, "device": base.meta.device,
                  "step_count": len(b["steps"]), "categories": b["categories"],
                  "steps": b["steps"]},
-        "exp": {"producer": exp.meta.get("producer"), "device": exp.meta.get("device"),
+        "exp": {"producer": exp.meta.producer, "device": exp.meta.device,
                 "step_count": len(e["steps"]), "categories": e["categories"],
                 "steps": e["steps"]},
         "rows": rows,
         "common": common,
+        "category_labels": {c: step_category_label(c)
+                            for c in dict.fromkeys(cats + list(distributed.CATEGORIES))},
     }
 
 

@@ -2,7 +2,7 @@
 
 Runs once per profile right after its reader (in the reader process), so the results are
 cached with the tables and requests never recompute them:
-- step windows from `ProfilerStep#N` slices;
+- step windows (`model.step_windows`: the producer's, else `ProfilerStep#N` slices);
 - the step breakdown when the reader had none: NPU overlap analysis
   (`npu_overlap.steps_from_overlap`) or torch-tb-profiler's GPU priority rule
   (`gpu_breakdown.step_breakdown`);
@@ -10,47 +10,10 @@ cached with the tables and requests never recompute them:
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
-
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
-NPU_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
-
-
-def step_windows(profile: Profile) -> pd.DataFrame:
-    """(step, start_ns, end_ns) of every ProfilerStep#N slice, sorted by step."""
-    slices = profile.table("slices")
-    given = profile.meta.get("step_windows")
-    if given:  # readers of producers without ProfilerStep (msprof iterations)
-        df = pd.DataFrame(given, columns=["step", "start_ns", "end_ns"]).astype(np.int64)
-        return df.sort_values("step").reset_index(drop=True)
-    if len(slices) == 0:
-        return pd.DataFrame({"step": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
-    names = slices["name"]
-    cats = names.cat.categories if hasattr(names, "cat") else pd.Index(names.unique())
-    try:  # vectorized: a big trace has hundreds of thousands of distinct names
-        is_step = cats.astype("string").str.startswith("ProfilerStep#").fillna(False)
-        step_names = cats[np.asarray(is_step, dtype=bool)].tolist()
-    except (TypeError, ValueError, AttributeError):
-        step_names = [c for c in cats if isinstance(c, str) and c.startswith("ProfilerStep#")]
-    if not step_names:
-        return pd.DataFrame({"step": [], "start_ns": [], "end_ns": []}, dtype=np.int64)
-    rows = slices[names.isin(step_names)]
-    steps = rows["name"].astype(str).str.extract(STEP_NAME)[0]
-    df = pd.DataFrame({"step": pd.to_numeric(steps, errors="coerce"),
-                       "start_ns": rows["start_ns"].to_numpy(),
-                       "end_ns": rows["start_ns"].to_numpy() + rows["dur_ns"].to_numpy()})
-    df = df.dropna(subset=["step"])
-    df["step"] = df["step"].astype(np.int64)
-    # The same step may appear on several threads: take the widest window.
-    df = df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
-                                               end_ns=("end_ns", "max"))
-    return df.sort_values("step").reset_index(drop=True)
-
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_windows
 
 def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
     """Step id of each start time (NA outside every window); windows sorted by start."""
@@ -73,7 +36,7 @@ def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
 
 def complete(profile: Profile) -> None:
     windows = step_windows(profile)
-    device = profile.meta.get("device")
+    device = profile.meta.device
     if not profile.has("steps"):
         steps = None
         if device == "npu":
@@ -86,7 +49,8 @@ def complete(profile: Profile) -> None:
             except (ImportError, AttributeError):
                 steps = None
             if steps is not None and len(steps):
-                profile.meta.setdefault("step_categories", NPU_CATEGORIES)
+                if profile.meta.step_categories is None:
+                    profile.meta.step_categories = category_names(NPU_STEP_CATEGORIES)
         else:
             try:
                 from . import gpu_breakdown
@@ -105,9 +69,9 @@ def complete(profile: Profile) -> None:
             steps.loc[missing & m.notna(), "start_ns"] = m[missing & m.notna()].astype(np.int64)
             steps.loc[missing & e.notna(), "end_ns"] = e[missing & e.notna()].astype(np.int64)
             profile.set("steps", steps, keep_extra=True)
-    if "step_categories" not in profile.meta and profile.has("steps"):
-        profile.meta["step_categories"] = [c[3:] for c in profile.table("steps").columns
-                                           if c.startswith("bd_")]
+    if profile.meta.step_categories is None and profile.has("steps"):
+        profile.meta.step_categories = [c[3:] for c in profile.table("steps").columns
+                                        if c.startswith("bd_")]
     # Steps of kernels / operators the files did not tag: the steps' own windows (device
     # side, as the breakdown defines them) when known, else the host ProfilerStep windows.
     if profile.has("steps"):
@@ -122,7 +86,7 @@ def complete(profile: Profile) -> None:
                 df = df.copy()
                 df["step"] = assign_steps(df["start_ns"].to_numpy(), windows)
                 profile.set(table, df, keep_extra=True)
-    profile.meta["steps_known"] = [int(s) for s in profile.table("steps")["step"].tolist()] \
+    profile.meta.steps_known = [int(s) for s in profile.table("steps")["step"].tolist()] \
         if profile.has("steps") else [int(s) for s in windows["step"].tolist()]
 
 

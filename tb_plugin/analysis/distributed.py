@@ -55,10 +55,10 @@ import pandas as pd
 
 from ..cache import ProfileCache
 from ..lru import LRU
-from ..model import Profile
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_category_label
 from .kernels import view_rows
 
-CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank
 SUMMARY_VERSION = 2
 # Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.
 DIXON_Q99 = {3: 0.994, 4: 0.926, 5: 0.821, 6: 0.740, 7: 0.680, 8: 0.634, 9: 0.598, 10: 0.568}
@@ -275,9 +275,9 @@ def rank_summary(profile: Profile) -> dict:
     ops, source = _comm_ops(profile)
     return {
         "version": SUMMARY_VERSION,
-        "rank": profile.meta.get("rank"),
-        "producer": profile.meta.get("producer"),
-        "device": profile.meta.get("device"),
+        "rank": profile.meta.rank,
+        "producer": profile.meta.producer,
+        "device": profile.meta.device,
         "steps": step_breakdown(profile),
         "comm_ops": ops,
         "comm_source": source,
@@ -620,6 +620,7 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
     return {
         "rank_count": len(summaries),
         "categories": list(CATEGORIES),
+        "category_labels": {c: step_category_label(c) for c in CATEGORIES},
         "steps": step_ids,
         "distribution": dist,
         "slowest": ranked[:outliers],

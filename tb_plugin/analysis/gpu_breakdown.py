@@ -40,10 +40,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import GPU_STEP_CATEGORIES, Profile, category_names
 
-CATEGORIES = ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
-              "cpu_exec", "other"]
+CATEGORIES = category_names(GPU_STEP_CATEGORIES)  # priority order, highest first
 RUNTIME_CATS = {"runtime", "cuda_runtime", "mtia_runtime", "glow_runtime", "xpu_runtime",
                 "privateuse1_runtime"}
 OPERATOR_CATS = {"cpu_op", "operator"}

@@ -38,7 +38,7 @@ def _check_group(group_by: str) -> None:
 
 
 def is_gpu(profile: Profile) -> bool:
-    return profile.meta.get("device") == "gpu" or profile.meta.get("producer") == "kineto"
+    return profile.meta.device == "gpu" or profile.meta.producer == "kineto"
 
 
 def _not_memory_op(core_type: pd.Series) -> np.ndarray:

@@ -20,7 +20,7 @@ ProfilerStep slices everything is one step, 0 (like step_trace_time's empty Step
 Entry point for `derive.complete(profile)`: when `not profile.has("steps")`, call
 `steps_from_overlap(profile)`; it returns a steps DataFrame (empty when the trace has no
 Overlap Analysis events) and, when not empty, `profile.set("steps", df, keep_extra=True)`
-plus `profile.meta["step_categories"] = STEP_CATEGORIES` — or simply call
+plus `profile.meta.step_categories = STEP_CATEGORIES` — or simply call
 `fill_steps(profile)`, which does exactly that and returns True if it filled anything.
 """
 from __future__ import annotations
@@ -28,7 +28,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-STEP_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
+from ..model import NPU_STEP_CATEGORIES, Profile, category_names, profiler_step_windows
+
+STEP_CATEGORIES = category_names(NPU_STEP_CATEGORIES)
 
 _EVENT_NAMES = {
     "Computing": "computing",
@@ -50,7 +52,7 @@ def steps_from_overlap(slices, tracks: pd.DataFrame | None = None,
     `ProfilerStep#N` slices; `flows` refines them to device-side windows.
     Returns an empty frame when there are no overlap events.
     """
-    if hasattr(slices, "table") and hasattr(slices, "has"):  # a Profile
+    if isinstance(slices, Profile):
         profile = slices
         slices = profile.table("slices")
         tracks = profile.table("tracks")
@@ -114,28 +116,8 @@ def fill_steps(profile) -> bool:
     if len(df) == 0:
         return False
     profile.set("steps", df, keep_extra=True)
-    profile.meta["step_categories"] = list(STEP_CATEGORIES)
-    profile.meta["steps_source"] = "overlap_analysis"
+    profile.meta.step_categories = list(STEP_CATEGORIES)
     return True
-
-
-def profiler_step_windows(slices: pd.DataFrame) -> pd.DataFrame:
-    """Host `ProfilerStep#N` windows: step, start_ns, end_ns (min start / max end per N)."""
-    empty = pd.DataFrame({"step": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
-                          "end_ns": np.zeros(0, np.int64)})
-    if len(slices) == 0:
-        return empty
-    names = slices["name"].astype(str)
-    sel = slices[names.str.startswith("ProfilerStep#")]
-    if len(sel) == 0:
-        return empty
-    num = pd.to_numeric(sel["name"].astype(str).str.slice(len("ProfilerStep#")), errors="coerce")
-    df = pd.DataFrame({"step": num.to_numpy(), "start_ns": sel["start_ns"].to_numpy(),
-                       "end_ns": sel["start_ns"].to_numpy() + sel["dur_ns"].to_numpy()})
-    df = df.dropna(subset=["step"])
-    df["step"] = df["step"].astype(np.int64)
-    return df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
-                                                  end_ns=("end_ns", "max"))
 
 
 def _device_starts(host_start, host_end, slices, flows) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import Profile, step_category_label
 from .kernels import view_rows
 
 
@@ -61,6 +61,7 @@ def summary(profile: Profile) -> dict:
 
     {"producer", "device", "rank", "world_size", "device_id", "step_count",
      "avg_step_us", "min_step_us", "max_step_us", "categories",
+     "category_labels": {cat: display label},
      "avg_breakdown_us": {cat: us}, "avg_breakdown_pct": {cat: pct},
      "kernel_count", "kernel_total_us", "operator_count"}
     kernel_count / kernel_total_us count what the kernel view counts (GPU memcpy / memset
@@ -83,16 +84,17 @@ def summary(profile: Profile) -> dict:
             pct[c] = float(avg_bd[c] / avg_step * 100.0) if avg_step > 0 else None
     kernels = view_rows(profile)
     return {
-        "producer": meta.get("producer"),
-        "device": meta.get("device"),
-        "rank": _py(meta.get("rank")),
-        "world_size": _py(meta.get("world_size")),
-        "device_id": _py(meta.get("device_id")),
+        "producer": meta.producer,
+        "device": meta.device,
+        "rank": _py(meta.rank),
+        "world_size": _py(meta.world_size),
+        "device_id": _py(meta.device_id),
         "step_count": int(n),
         "avg_step_us": avg_step,
         "min_step_us": min_step,
         "max_step_us": max_step,
         "categories": list(cats),
+        "category_labels": {c: step_category_label(c) for c in cats},
         "avg_breakdown_us": avg_bd,
         "avg_breakdown_pct": pct,
         "kernel_count": int(len(kernels)),

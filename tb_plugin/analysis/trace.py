@@ -34,9 +34,9 @@ class TraceIndex:
     def __init__(self, profile: Profile):
         if ti.has_index(profile):
             tables = {t: profile.table(t) for t in ti.TABLES}
-            meta = profile.meta["trace_index"]
+            meta = profile.meta.trace_index
         else:  # a cache entry from before the index existed: build it here, in memory
-            from .derive import step_windows
+            from ..model import step_windows
             w = step_windows(profile)
             steps = list(zip(w["step"].tolist(), w["start_ns"].tolist(), w["end_ns"].tolist()))
             tables, meta = ti.build_index(profile.table("slices"), profile.table("flows"),
@@ -505,11 +505,11 @@ def args_reader(profile: Profile):
     """row -> args dict, from the args side file (or the in-memory table in tests)."""
     from ..readers.trace_json import read_args
     path = None
-    if profile.directory and profile.meta.get("args_file"):
-        path = os.path.join(profile.directory, profile.meta["args_file"])
+    if profile.directory and profile.meta.args_file:
+        path = os.path.join(profile.directory, profile.meta.args_file)
         if not os.path.isfile(path):
             path = None
-    table = profile.meta.get("args_table")
+    table = profile.meta.args_table
 
     def read(row: int) -> dict:
         if path is None and table is None:

@@ -21,7 +21,7 @@ Tables (all sorted; "slice id" = row of `trace_slices`):
   one flow id), sorted by src; `dst_order` is the permutation sorting them by dst.
 - trace_counters: track_id, series, ts_ns, value sorted by (track_id, series, ts_ns).
 - trace_names, trace_cats: the strings of the codes.
-meta["trace_index"]: version, origin_ns, start_ns, end_ns, levels, steps [[n, start, end]].
+meta.trace_index: version, origin_ns, start_ns, end_ns, levels, steps [[n, start, end]].
 """
 from __future__ import annotations
 
@@ -370,11 +370,11 @@ def build(profile: Profile, step_windows=None) -> None:
     meta = build_columns(lambda: profile.table("slices"), lambda: profile.table("flows"),
                          profile.table("counters"), steps, emit=emit,
                          release=lambda: profile.release("slices", "flows"))
-    profile.meta["trace_index"] = meta
+    profile.meta.trace_index = meta
     profile.release("slices", "flows", "counters")
 
 
 def has_index(profile: Profile) -> bool:
-    m = profile.meta.get("trace_index")
+    m = profile.meta.trace_index
     return isinstance(m, dict) and m.get("version") == VERSION and \
         all(t in profile.rows for t in TABLES)

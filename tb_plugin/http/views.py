@@ -50,9 +50,9 @@ VIEWS: list[View] = [
     View("kernels", "Kernels", api, tables=("kernels",)),
     View("memory", "Memory", api,
          tables=("memory_records", "memory_allocations", "module_memory")),
-    # A trace the views stage deferred has no slices yet, but will: its file says so.
+    # A trace the views stage deferred has no slices yet, but will.
     View("trace", "Trace", api_trace, tables=("slices", "counters"),
-         when_span=lambda facts: facts.trace_file),
+         when_span=lambda facts: facts.trace_deferred),
     View("distributed", "Distributed", api_distributed,
          when_run=api_distributed.distributed_view_available),
     View("compare", "Compare", api_distributed, listed=False),

@@ -12,7 +12,7 @@ import time
 import traceback
 
 from ..cache import ProfileCache
-from ..model import FileError, Profile, spilling
+from ..model import FileError, Profile, ProfileMeta, spilling
 from ..readers import SpanSource
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         try:
             profile = readers.read(span, work, stage="views")
         except Exception as exc:  # a reader bug must still give a readable error
-            profile = Profile(meta={"producer": span.producer})
+            profile = Profile(meta=ProfileMeta(producer=span.producer))
             profile.errors.append(FileError(span.rel(span.root),
                                             f"could not read this profile: {exc!r}"))
             log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
@@ -42,7 +42,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         except Exception as exc:
             profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
             log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
-    profile.meta["load_seconds"] = round(time.time() - started, 3)
+    profile.meta.load_seconds = round(time.time() - started, 3)
     cache.commit(key, work, profile)
     del profile
     give_memory_back()
@@ -57,11 +57,11 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
 
     cache = ProfileCache.at(cache_root)
     profile = cache.load(key)
-    if profile.meta.get("trace_ready"):
+    if profile.meta.trace_ready:
         return {"key": key, "cached": True}
     started = time.time()
     with spilling(cache.entry_dir(key)):
-        if profile.meta.get("trace_deferred"):
+        if profile.meta.trace_deferred:
             try:
                 part = readers.read(span, cache.entry_dir(key), stage="trace")
             except Exception as exc:
@@ -72,9 +72,8 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
             if part is not None:
                 profile.rows.update(part.rows)
                 profile.errors.extend(part.errors)
-                for k in ("args_file",):
-                    if k in part.meta:
-                        profile.meta[k] = part.meta[k]
+                if part.meta.args_file:
+                    profile.meta.args_file = part.meta.args_file
             give_memory_back(collect=False)
         try:
             derive.complete_trace(profile)
@@ -82,8 +81,8 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
             profile.errors.append(FileError(span.rel(span.root),
                                             f"timeline index failed: {exc!r}"))
             log.error("trace index failed for %s\n%s", span.root, traceback.format_exc())
-    profile.meta["trace_ready"] = True
-    profile.meta["trace_seconds"] = round(time.time() - started, 3)
+    profile.meta.trace_ready = True
+    profile.meta.trace_seconds = round(time.time() - started, 3)
     cache.update(key, profile)
     # The advice needs every table, the timeline's included: computed here, once, so that
     # neither TensorBoard's process nor the first /advisor request pays for it.

@@ -23,7 +23,7 @@ class SpanFacts:
     errors: list[dict]
     device: str | None = None
     rank: int | None = None
-    trace_file: bool = False    # the span has a trace file (timeline possible)
+    trace_deferred: bool = False  # the views stage left the trace for the timeline stage
     trace_ready: bool = False   # the timeline stage has run on this entry
     has_data: bool = False      # some table has rows
 
@@ -31,14 +31,14 @@ class SpanFacts:
     def of(cls, profile: Profile) -> "SpanFacts":
         meta = profile.meta  # the only place here that reads profile metadata
         try:
-            rank = int(meta["rank"]) if meta.get("rank") is not None else None
+            rank = int(meta.rank) if meta.rank is not None else None
         except (TypeError, ValueError):
             rank = None
         rows = {k: int(v) for k, v in profile.rows.items()}
         return cls(rows=rows, errors=[e.to_json() for e in profile.errors],
-                   device=meta.get("device"), rank=rank,
-                   trace_file=bool(meta.get("trace_file")),
-                   trace_ready=bool(meta.get("trace_ready")),
+                   device=meta.device, rank=rank,
+                   trace_deferred=bool(meta.trace_deferred),
+                   trace_ready=bool(meta.trace_ready),
                    has_data=any(n > 0 for n in rows.values()))
 
     def has(self, table: str) -> bool:

@@ -1,17 +1,24 @@
 """Readers: one module per producer, turning a span's files into a normalized `Profile`.
 
 Contract: `read(span: SpanSource, work_dir: str | None) -> Profile`.
+- Shape: a reader is a list of small named steps over one `context.ReadContext`, run by
+  `context.run_steps`; each step is guarded (an exception becomes a `FileError` naming the
+  file and the reason, the later steps still run). Data a step hands on is a field declared
+  on the reader's context class; the profile's `meta` (`model.ProfileMeta`) holds only what
+  is stored with the profile.
 - `work_dir` is a private, writable directory for this span (the cache entry being built);
-  a reader writes the trace args side file there as `ARGS_FILE` and sets
-  `profile.meta["args_file"] = ARGS_FILE`. With `work_dir=None` (tests) args stay in memory
-  in `profile.meta["args_table"]`.
+  the shared trace step (`context.read_trace`) writes the args side file there as
+  `ARGS_FILE` and sets `profile.meta.args_file`. With `work_dir=None` (tests) args stay in
+  memory in `profile.meta.args_table`.
 - Never raises for bad input: a file that cannot be read adds a `FileError` (path relative
   to the logdir, a reason a user understands) to `profile.errors`, and the rest still loads.
 - Never analyses: readers fill the model tables with what the files say. Derived numbers
   (step breakdowns computed from events, operator device time from kernels) belong to
   `tb_plugin.analysis.derive`, which runs after the reader.
-- Shared parsing lives in `trace_json` (Chrome-trace JSON -> tracks/slices/flows/counters)
-  and `tolerant` (CSV quirks, exact timestamp parsing).
+- Shared parsing lives in `trace_json` (Chrome-trace JSON -> tracks/slices/flows/counters),
+  `tolerant` (CSV quirks, exact timestamp parsing) and `columns` (CSV header variants).
+
+A new reader is one module here plus one line in `READERS`.
 """
 from __future__ import annotations
 
@@ -71,7 +78,7 @@ def read(span: SpanSource, work_dir: str | None = None, stage: str = "all"):
     """Dispatch to the producer's reader.
 
     stage: "all" reads everything; "views" may leave the trace for later (the reader sets
-    meta["trace_deferred"]) so the views are ready sooner; "trace" reads only the trace.
+    meta.trace_deferred) so the views are ready sooner; "trace" reads only the trace.
     """
     import importlib
 

@@ -1,23 +1,44 @@
-"""What every reader does with a span's files: find them, read CSVs tolerantly, and turn
-every failure into a `FileError` naming the file (a reader never raises for bad input)."""
+"""The one shape of a reader: a list of small named steps over one `ReadContext`.
+
+A reader builds its context (the span, its work dir, the profile being filled, the folder its
+file names are under) and runs its steps with `run_steps`. Every step is guarded: an
+exception in a step becomes a `FileError` naming the file the step was reading and the
+reason, and the later steps still run, so a reader never raises for bad input.
+
+What steps share:
+- `ctx.csv` / `ctx.csvs` / `ctx.json`: read a file tolerantly, recording why it is unusable;
+- `read_trace(ctx, paths)`: decode Chrome-trace files (args side file in the work dir) and
+  `ctx.set_trace_tables(...)` to store what a reader made of them;
+- `ctx.error(path, reason)`: one more per-file error.
+Data one step hands to a later one is a field declared on the reader's context class.
+"""
 from __future__ import annotations
 
 import os
+from typing import Callable, Sequence
 
 import pandas as pd
 
 from ..model import FileError, Profile
-from . import SpanSource
-from .tolerant import InputError, read_csv
+from . import ARGS_FILE, SpanSource
+from .tolerant import InputError, read_csv, read_json_file
+
+Step = Callable[["ReadContext"], None]
 
 
 class ReadContext:
-    """A span being read into `profile`; `base` is the folder its file names are under."""
+    """A span being read into `profile`; `base` is the folder its file names are under,
+    `work_dir` the span's private cache entry directory (None in tests: args stay in memory).
+    """
 
-    def __init__(self, span: SpanSource, profile: Profile, base: str | None = None):
+    def __init__(self, span: SpanSource, work_dir: str | None, profile: Profile,
+                 base: str | None = None):
         self.span = span
+        self.work_dir = work_dir
         self.profile = profile
         self.base = base or span.root
+        # The file the running step opened last: an unexpected error is reported against it.
+        self.current: str | None = None
 
     def error(self, path: str, message: str) -> None:
         self.profile.errors.append(FileError(self.span.rel(path), message))
@@ -41,6 +62,7 @@ class ReadContext:
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def read_csv_file(self, path: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        self.current = path
         rel = self.span.rel(path)
         try:
             df, warnings = read_csv(path, rel, required=required)
@@ -53,3 +75,74 @@ class ReadContext:
         for w in warnings:
             self.error(path, w[len(rel) + 2:] if w.startswith(rel + ": ") else w)
         return df
+
+    def json(self, path: str, *, object_required: bool = True, max_bytes: int | None = None):
+        """A small JSON document (None if unusable, the reason recorded). A document that is
+        not an object is an error when `object_required`, else silently None."""
+        self.current = path
+        try:
+            doc = read_json_file(path) if max_bytes is None else \
+                read_json_file(path, max_bytes=max_bytes)
+        except InputError as exc:
+            self.error(path, str(exc))
+            return None
+        if not isinstance(doc, dict):
+            if object_required:
+                self.error(path, "expected a JSON object")
+            return None
+        return doc
+
+    def set_trace_tables(self, tracks: pd.DataFrame, slices: pd.DataFrame, flows: pd.DataFrame,
+                         counters: pd.DataFrame, keep_extra_slices: bool = False) -> None:
+        p = self.profile
+        p.set("tracks", tracks)
+        p.set("slices", slices, keep_extra=keep_extra_slices)
+        p.set("flows", flows)
+        p.set("counters", counters)
+
+
+def read_trace(ctx: ReadContext, paths: list[str], *, extract_args: dict[str, str] | None = None,
+               extract_for: Callable[[str, str], bool] | None = None):
+    """Decode the span's trace files (`trace_json.read_traces`) for a reader's trace step.
+
+    The args go to the side file `ARGS_FILE` in the work dir (meta.args_file), or stay in
+    memory without one (meta.args_table). Files that are damaged part-way become errors and
+    what precedes the damage is kept. Returns the `TraceTables`, or None when no file gave
+    any event (each file's reason recorded).
+    """
+    from .trace_json import read_traces
+
+    ctx.current = paths[0]
+    args_path = os.path.join(ctx.work_dir, ARGS_FILE) if ctx.work_dir else None
+    try:
+        tt = read_traces(paths, args_path=args_path, tmp_dir=ctx.work_dir,
+                         extract_args=extract_args, extract_for=extract_for)
+    except InputError as exc:
+        for p in paths:
+            ctx.error(p, str(exc))
+        return None
+    for path, reason in tt.errors:
+        ctx.error(path, reason)
+    if args_path:
+        ctx.profile.meta.args_file = ARGS_FILE
+    else:
+        ctx.profile.meta.args_table = tt.args
+    return tt
+
+
+def run_steps(ctx: ReadContext, steps: Sequence[Step]) -> Profile:
+    """Run a reader's steps in order; a step that fails becomes an error, the rest run."""
+    for step in steps:
+        ctx.current = None
+        try:
+            step(ctx)
+        except Exception as exc:  # a bug or an unforeseen layout must not stop the span
+            ctx.error(ctx.current or ctx.base, f"{_step_name(step)}: unexpected error while "
+                      f"reading: {type(exc).__name__}: {exc}")
+    ctx.current = None
+    return ctx.profile
+
+
+def _step_name(step: Step) -> str:
+    name = step.__name__
+    return name[len("_read_"):] if name.startswith("_read_") else name.lstrip("_")

@@ -40,8 +40,8 @@ memory_allocations
           release_ns = -1 when not freed inside the trace. Empty without `Addr`.
 steps     left empty: `analysis.gpu_breakdown.step_breakdown` computes them.
 meta      producer "kineto", device "gpu" if there are device events or deviceProperties
-          else "cpu", rank/world_size/distributed from distributedInfo, deviceProperties,
-          base_time_ns. Timestamps of traces with `baseTimeNanoseconds` (kineto >= 2024-05)
+          else "cpu", rank/world_size/distributed from distributedInfo, device_properties
+          (deviceProperties), base_time_ns. Timestamps of traces with `baseTimeNanoseconds` (kineto >= 2024-05)
           are made absolute (epoch ns) by adding it.
 """
 from __future__ import annotations
@@ -53,10 +53,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import FileError, Profile
-from . import ARGS_FILE, SpanSource
-from .tolerant import InputError
-from .trace_json import read_traces
+from ..model import Profile, ProfileMeta
+from . import SpanSource
+from .context import ReadContext, read_trace, run_steps
+from .trace_json import TraceTables
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy",
                "gpu_memset": "memset", "memset": "memset"}
@@ -93,32 +93,24 @@ def _extract_for(ph: str, cat: str) -> bool:
     return ph in ("i", "I")
 
 
+class _Ctx(ReadContext):
+    def __init__(self, span: SpanSource, work_dir: str | None):
+        super().__init__(span, work_dir, Profile(meta=ProfileMeta(producer="kineto")))
+        # From the trace step, for the later steps: the decoded trace and, per slice, its
+        # lowercased cat, name, device event kind ("" for host events), whether it is a
+        # runtime call, and its correlation / External id.
+        self.trace: TraceTables | None = None
+        self.cat_l = np.zeros(0, object)
+        self.names = np.zeros(0, object)
+        self.dev_kind = np.zeros(0, object)
+        self.is_rt = np.zeros(0, bool)
+        self.corr = pd.array([], dtype="Int64")
+        self.ext = pd.array([], dtype="Int64")
+
+
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
-    profile = Profile(meta={"producer": "kineto"})
-    path = span.root
-    args_path = os.path.join(work_dir, ARGS_FILE) if work_dir else None
-    try:
-        tt = read_traces([path], args_path=args_path, tmp_dir=work_dir,
-                         extract_args=EXTRACT, extract_for=_extract_for)
-    except InputError as exc:
-        profile.errors.append(FileError(span.rel(path), str(exc)))
-        profile.meta["device"] = "cpu"
-        return profile
-    except Exception as exc:  # noqa: BLE001 - a reader never raises for bad input
-        profile.errors.append(FileError(span.rel(path), f"cannot read trace: {exc}"))
-        profile.meta["device"] = "cpu"
-        return profile
-    for p, reason in tt.errors:
-        profile.errors.append(FileError(span.rel(p), reason))
-    if args_path:
-        profile.meta["args_file"] = ARGS_FILE
-    else:
-        profile.meta["args_table"] = tt.args
-    try:
-        _fill(profile, tt)
-    except Exception as exc:  # noqa: BLE001
-        profile.errors.append(FileError(span.rel(path), f"unexpected trace content: {exc}"))
-    return profile
+    return run_steps(_Ctx(span, work_dir), [
+        _read_trace, _read_kernels, _read_operators, _read_memory, _read_meta])
 
 
 def _int_or_none(v):
@@ -138,35 +130,48 @@ def _int_col(values) -> pd.arrays.IntegerArray:
     return pd.array([_int_or_none(v) for v in values], dtype="Int64")
 
 
-def _fill(profile: Profile, tt) -> None:
-    meta = tt.metadata or {}
-    base = meta.get("baseTimeNanoseconds")
+def _read_trace(ctx: _Ctx) -> None:
+    tt = read_trace(ctx, [ctx.span.root], extract_args=EXTRACT, extract_for=_extract_for)
+    if tt is None:
+        return
+    ctx.trace = tt
+    base = (tt.metadata or {}).get("baseTimeNanoseconds")
     base_ns = int(base) if isinstance(base, (int, float)) and base else 0
     slices = tt.slices
-    instants = tt.instants
-    flows = tt.flows
-    counters = tt.counters
     if base_ns:
-        for df, col in ((slices, "start_ns"), (instants, "ts_ns"), (flows, "ts_ns"),
-                        (counters, "ts_ns")):
+        for df, col in ((slices, "start_ns"), (tt.instants, "ts_ns"), (tt.flows, "ts_ns"),
+                        (tt.counters, "ts_ns")):
             if len(df):
                 df[col] = df[col].to_numpy(np.int64) + base_ns
-        profile.meta["base_time_ns"] = base_ns
+        ctx.profile.meta.base_time_ns = base_ns
 
     n = len(slices)
-    cat_l = (slices["cat"].astype("string").fillna("").str.lower().to_numpy(dtype=object)
-             if n else np.zeros(0, object))
-    names = slices["name"].astype("string").fillna("").to_numpy(dtype=object) if n else \
-        np.zeros(0, object)
-    dev_kind = np.array([DEVICE_CATS.get(c, "") for c in cat_l], dtype=object)
-    is_dev = dev_kind != ""
-    is_rt = np.array([c in RUNTIME_CATS for c in cat_l], dtype=bool)
+    if n:
+        ctx.cat_l = slices["cat"].astype("string").fillna("").str.lower().to_numpy(dtype=object)
+        ctx.names = slices["name"].astype("string").fillna("").to_numpy(dtype=object)
+        ctx.dev_kind = np.array([DEVICE_CATS.get(c, "") for c in ctx.cat_l], dtype=object)
+        ctx.is_rt = np.array([c in RUNTIME_CATS for c in ctx.cat_l], dtype=bool)
+        ctx.corr = _int_col(slices["a_corr"])
+        ctx.ext = _int_col([a if a is not None else b
+                            for a, b in zip(slices["a_ext"], slices["a_ext2"])])
+    is_dev = ctx.dev_kind != ""
+    corr_keep = ctx.corr.copy()
+    corr_keep[~(is_dev | ctx.is_rt)] = pd.NA
+    out_slices = slices[["track_id", "start_ns", "dur_ns", "depth", "name", "cat",
+                         "args_row"]].copy()
+    out_slices["correlation"] = corr_keep
+    ctx.set_trace_tables(_tracks(ctx, is_dev), out_slices, tt.flows, tt.counters,
+                         keep_extra_slices=True)
 
-    # --- tracks
+
+def _tracks(ctx: _Ctx, is_dev: np.ndarray) -> pd.DataFrame:
+    tt = ctx.trace
+    slices, counters = tt.slices, tt.counters
+    n = len(slices)
     tracks = tt.tracks.copy()
     labels = tracks["process_labels"].astype(str)
-    dev_tracks = set(slices.loc[is_dev | (cat_l == "gpu_user_annotation"), "track_id"].unique()) \
-        if n else set()
+    dev_tracks = set(slices.loc[is_dev | (ctx.cat_l == "gpu_user_annotation"),
+                                "track_id"].unique()) if n else set()
     slice_tracks = set(slices["track_id"].unique()) if n else set()
     counter_tracks = set(counters["track_id"].unique()) if len(counters) else set()
     kinds, dev_ids = [], []
@@ -186,28 +191,25 @@ def _fill(profile: Profile, tt) -> None:
             dev_ids.append(None)
     tracks["kind"] = kinds
     tracks["device_id"] = pd.array(dev_ids, dtype="Int64")
-    profile.set("tracks", tracks)
+    return tracks
 
-    corr = _int_col(slices["a_corr"]) if n else pd.array([], dtype="Int64")
-    ext = (_int_col([a if a is not None else b for a, b in zip(slices["a_ext"], slices["a_ext2"])])
-           if n else pd.array([], dtype="Int64"))
-    out_slices = slices[["track_id", "start_ns", "dur_ns", "depth", "name", "cat", "args_row"]].copy()
-    corr_keep = corr.copy()
-    corr_keep[~(is_dev | is_rt)] = pd.NA
-    out_slices["correlation"] = corr_keep
-    profile.set("slices", out_slices, keep_extra=True)
-    profile.set("flows", flows)
-    profile.set("counters", counters)
 
-    # --- kernels (device events)
+def _read_kernels(ctx: _Ctx) -> None:
+    """One row per device event (kernel, memcpy, memset)."""
+    tt = ctx.trace
+    if tt is None:
+        return
+    slices = tt.slices
+    n = len(slices)
+    names, ext = ctx.names, ctx.ext
     comm_ext = set()
     if n:
         comm_mask = np.array([nm in NCCL_OPS or nm in GLOO_OPS for nm in names], dtype=bool) & \
-            np.isin(cat_l, list(TREE_CATS))
+            np.isin(ctx.cat_l, list(TREE_CATS))
         comm_ext = {int(x) for x in ext[comm_mask] if x is not pd.NA}
-    kidx = np.nonzero(is_dev)[0]
-    track_pid = dict(zip(tracks["track_id"], tracks["pid"]))
-    track_tid = dict(zip(tracks["track_id"], tracks["tid"]))
+    kidx = np.nonzero(ctx.dev_kind != "")[0]
+    track_pid = dict(zip(tt.tracks["track_id"], tt.tracks["pid"]))
+    track_tid = dict(zip(tt.tracks["track_id"], tt.tracks["tid"]))
     k = slices.iloc[kidx]
     stream = [_int_or_none(s) if s is not None else _int_or_none(track_tid.get(t))
               for s, t in zip(k["a_stream"], k["track_id"])]
@@ -216,46 +218,59 @@ def _fill(profile: Profile, tt) -> None:
     kext = ext[kidx] if n else ext
     kernels = pd.DataFrame({
         "name": k["name"].astype("string").fillna("").to_numpy(dtype=object),
-        "type": dev_kind[kidx],
-        "core_type": dev_kind[kidx],
+        "type": ctx.dev_kind[kidx],
+        "core_type": ctx.dev_kind[kidx],
         "start_ns": k["start_ns"].to_numpy(np.int64),
         "dur_ns": k["dur_ns"].to_numpy(np.int64),
         "device_id": pd.array(device, dtype="Int64"),
         "stream_id": pd.array(stream, dtype="Int64"),
-        "correlation": corr[kidx] if n else corr,
+        "correlation": ctx.corr[kidx] if n else ctx.corr,
         "comm": np.array([(x is not pd.NA and int(x) in comm_ext) for x in kext], dtype=bool)
         if (comm_ext and len(kidx)) else np.zeros(len(kidx), dtype=bool),
     })
     kernels = kernels.sort_values("start_ns", kind="stable").reset_index(drop=True)
-    profile.set("kernels", kernels, keep_extra=True)
-
-    # --- operators
-    _operators(profile, slices, cat_l, names, is_rt, is_dev, corr)
-
-    # --- memory
-    _memory(profile, instants, slices, cat_l, names)
-
-    # --- meta
-    props = meta.get("deviceProperties")
-    dist = meta.get("distributedInfo")
-    profile.meta["device"] = "gpu" if (len(kidx) or (isinstance(props, list) and props)) else "cpu"
-    if isinstance(props, list):
-        profile.meta["deviceProperties"] = props
-    if isinstance(dist, dict):
-        profile.meta["distributed"] = dist
-        if _int_or_none(dist.get("rank")) is not None:
-            profile.meta["rank"] = _int_or_none(dist.get("rank"))
-        if _int_or_none(dist.get("world_size")) is not None:
-            profile.meta["world_size"] = _int_or_none(dist.get("world_size"))
-    devs = sorted({d for d in kernels["device_id"].dropna().tolist()})
+    ctx.profile.set("kernels", kernels, keep_extra=True)
+    devs = sorted({d for d in device if d is not None})
     if devs:
-        profile.meta["device_id"] = int(devs[0])
+        ctx.profile.meta.device_id = int(devs[0])  # the first GPU the kernels ran on
+
+
+def _read_operators(ctx: _Ctx) -> None:
+    if ctx.trace is not None:
+        _operators(ctx.profile, ctx.trace.slices, ctx.cat_l, ctx.names, ctx.is_rt,
+                   ctx.dev_kind != "", ctx.corr)
+
+
+def _read_memory(ctx: _Ctx) -> None:
+    if ctx.trace is not None:
+        _memory(ctx.profile, ctx.trace.instants, ctx.trace.slices, ctx.cat_l, ctx.names)
+
+
+def _read_meta(ctx: _Ctx) -> None:
+    """Device kind, rank / world size, devices and versions (trace metadata)."""
+    meta = ctx.profile.meta
+    if ctx.trace is None:
+        meta.device = "cpu"
+        return
+    tmeta = ctx.trace.metadata or {}
+    props = tmeta.get("deviceProperties")
+    dist = tmeta.get("distributedInfo")
+    has_device_events = bool((ctx.dev_kind != "").any())
+    meta.device = "gpu" if (has_device_events or (isinstance(props, list) and props)) else "cpu"
+    if isinstance(props, list):
+        meta.device_properties = props
+    if isinstance(dist, dict):
+        meta.distributed = dist
+        if _int_or_none(dist.get("rank")) is not None:
+            meta.rank = _int_or_none(dist.get("rank"))
+        if _int_or_none(dist.get("world_size")) is not None:
+            meta.world_size = _int_or_none(dist.get("world_size"))
     versions = {}
-    if meta.get("schemaVersion") is not None:
-        versions["schema"] = meta.get("schemaVersion")
-    if meta.get("Framework"):
-        versions["framework"] = meta.get("Framework")
-    profile.meta["versions"] = versions
+    if tmeta.get("schemaVersion") is not None:
+        versions["schema"] = tmeta.get("schemaVersion")
+    if tmeta.get("Framework"):
+        versions["framework"] = tmeta.get("Framework")
+    meta.versions = versions
 
 
 def _shapes_text(v) -> str:
@@ -380,7 +395,7 @@ def _memory(profile, instants, slices, cat_l, names) -> None:
             run[d] = run.get(d, 0.0) + b
             alloc[i] = run[d]
         allocated_mb = alloc / MB
-        profile.meta["memory_totals"] = "running_sum_of_bytes"
+        profile.meta.memory_totals = "running_sum_of_bytes"
     else:
         allocated_mb = ta / MB
     records = pd.DataFrame({"component": "PyTorch", "device": device, "ts_ns": ts,

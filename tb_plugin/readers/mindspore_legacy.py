@@ -25,15 +25,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
-from . import ARGS_FILE, SpanSource
-from .context import ReadContext
-from .tolerant import InputError, pick, us_text_to_ns
+from ..model import MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta, category_names
+from . import SpanSource
+from . import columns as C
+from .context import ReadContext, read_trace, run_steps
+from .tolerant import us_text_to_ns
 
-STEP_CATEGORIES = ["iteration_interval", "fp_and_bp", "tail"]
-_STEP_REQUIRED = ("step_num", "start_point", "end_point", "total",
-                  "iteration_interval", "fp_and_bp", "tail")
-_TIMELINE_REQUIRED = ("op_name", "stream_id", "start_time(ms)", "duration(ms)")
 _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10
 
@@ -41,27 +38,19 @@ TICK_NS = 10
 class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None):
         self.id = span.device_id if span.device_id is not None else 0
-        super().__init__(span, Profile(meta={"producer": "mindspore_legacy", "device": "npu",
-                                             "device_id": self.id}))
-        self.work_dir = work_dir
-        if span.rank is not None:
-            self.profile.meta["rank"] = span.rank
+        super().__init__(span, work_dir, Profile(meta=ProfileMeta(
+            producer="mindspore_legacy", device="npu", device_id=self.id, rank=span.rank)))
 
 
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
-    ctx = _Ctx(span, work_dir)
-    for fn in (_read_trace, _read_kernels, _read_steps):
-        try:
-            fn(ctx)
-        except Exception as exc:  # a bug or an unforeseen layout must not stop the span
-            ctx.error(span.root, f"{fn.__name__[6:]}: unexpected error while reading: "
-                      f"{type(exc).__name__}: {exc}")
+    return run_steps(_Ctx(span, work_dir), [_read_trace, _read_kernels, _read_steps,
+                                            _check_any_data])
+
+
+def _check_any_data(ctx: _Ctx) -> None:
     p = ctx.profile
-    if p.has("steps"):
-        p.meta["step_categories"] = list(STEP_CATEGORIES)
     if not p.errors and not any(p.has(t) for t in p.table_names()):
-        ctx.error(span.root, f"no readable profiler files for device {ctx.id}")
-    return p
+        ctx.error(ctx.span.root, f"no readable profiler files for device {ctx.id}")
 
 
 def _ticks(s: pd.Series) -> np.ndarray:
@@ -70,30 +59,29 @@ def _ticks(s: pd.Series) -> np.ndarray:
 
 
 def _read_steps(ctx: _Ctx) -> None:
-    df = ctx.csv(f"step_trace_raw_{ctx.id}_detail_time.csv", required=_STEP_REQUIRED)
+    df = ctx.csv(f"step_trace_raw_{ctx.id}_detail_time.csv", required=C.required(C.STEP_TRACE_RAW))
     if df is None:
         return
-    num = pd.to_numeric(df["step_num"], errors="coerce")
+    c = C.resolve(df, C.STEP_TRACE_RAW)
+    num = pd.to_numeric(df[c["step"]], errors="coerce")
+    # The last row is the average (step_num `-`, older files `0`).
     keep = (num.notna() & (num != 0)).to_numpy()
     df = df[keep].reset_index(drop=True)
-    num = num[keep].astype(np.int64).to_numpy()
-    out = pd.DataFrame({
-        "step": num,
-        "start_ns": _ticks(df["start_point"]),
-        "end_ns": _ticks(df["end_point"]),
-        "total_ns": _ticks(df["total"]),
-        "bd_iteration_interval": _ticks(df["iteration_interval"]),
-        "bd_fp_and_bp": _ticks(df["fp_and_bp"]),
-        "bd_tail": _ticks(df["tail"]),
-    })
+    out = pd.DataFrame({"step": num[keep].astype(np.int64).to_numpy()})
+    for name in ("start_ns", "end_ns", "total_ns", "bd_iteration_interval", "bd_fp_and_bp",
+                 "bd_tail"):
+        out[name] = _ticks(df[c[name]])
     out = out.sort_values("step", kind="stable").reset_index(drop=True)
     ctx.profile.set("steps", out, keep_extra=True)
+    if len(out):
+        ctx.profile.meta.step_categories = category_names(MINDSPORE_LEGACY_STEP_CATEGORIES)
 
 
-def _names(df: pd.DataFrame | None, *cols: str) -> set:
+def _names(df: pd.DataFrame | None, table: C.Table) -> set:
+    """The op names of an intermediate file (its one column of the table)."""
     if df is None:
         return set()
-    c = pick(df, *cols)
+    c = next(iter(C.resolve(df, table).values()), None)
     return set(df[c].dropna().astype(str)) if c else set()
 
 
@@ -120,57 +108,43 @@ def _ms_text_to_ns(s: pd.Series) -> np.ndarray:
 
 
 def _read_kernels(ctx: _Ctx) -> None:
-    df = ctx.csv(f"output_timeline_data_{ctx.id}.txt", required=_TIMELINE_REQUIRED)
+    df = ctx.csv(f"output_timeline_data_{ctx.id}.txt", required=C.required(C.OUTPUT_TIMELINE_DATA))
     if df is None:
         return
-    full = df["op_name"].fillna("").astype(str)
+    c = C.resolve(df, C.OUTPUT_TIMELINE_DATA)
+    full = df[c["op_name"]].fillna("").astype(str)
     name = full.str.rsplit("/", n=1).str[-1]
     typ = name.str.replace(_OP_SUFFIX, "", regex=True)
-    aicore = _names(ctx.csv(f"aicore_intermediate_{ctx.id}_detail.csv"),
-                    "full_op_name", "full_kernel_name")
-    aicpu = _names(ctx.csv(f"aicpu_intermediate_{ctx.id}.csv"),
-                   "op_type", "kernel_type", "op_name", "full_op_name")
+    aicore = _names(ctx.csv(f"aicore_intermediate_{ctx.id}_detail.csv"), C.AICORE_DETAIL)
+    aicpu = _names(ctx.csv(f"aicpu_intermediate_{ctx.id}.csv"), C.AICPU)
     # The per-op detail file and the timeline may number ops differently (`-opN`), so the
     # AI Core kernel types (aicore_intermediate type file) also decide.
-    aicore_types = _names(ctx.csv(f"aicore_intermediate_{ctx.id}_type.csv"),
-                          "kernel_type", "op_type")
+    aicore_types = _names(ctx.csv(f"aicore_intermediate_{ctx.id}_type.csv"), C.AICORE_TYPE)
     is_core = (full.isin(aicore) | typ.isin(aicore_types)).to_numpy()
     is_cpu = (full.isin(aicpu) | name.isin(aicpu) | typ.isin(aicpu)).to_numpy()
     core = np.where(is_core, "AI_CORE", np.where(is_cpu, "AI_CPU", "OTHER"))
-    start = _ms_text_to_ns(df["start_time(ms)"])
-    dur = _ms_text_to_ns(df["duration(ms)"])
+    start = _ms_text_to_ns(df[c["start_ns"]])
+    dur = _ms_text_to_ns(df[c["dur_ns"]])
     out = pd.DataFrame({
         "name": name.to_numpy(dtype=object),
         "type": typ.to_numpy(dtype=object),
         "core_type": core,
         "start_ns": start,
         "dur_ns": dur,
-        "stream_id": pd.to_numeric(df["stream_id"], errors="coerce").astype("Int64"),
+        "stream_id": pd.to_numeric(df[c["stream_id"]], errors="coerce").astype("Int64"),
         "device_id": pd.array([ctx.id] * len(df), dtype="Int64"),
     })
     ctx.profile.set("kernels", out)
 
 
 def _read_trace(ctx: _Ctx) -> None:
-    from .trace_json import read_traces
-
     path = (ctx.path(f"timeline_display_{ctx.id}.json")
             or ctx.path(f"ascend_timeline_display_{ctx.id}.json"))
     if path is None:
         return
-    args_path = os.path.join(ctx.work_dir, ARGS_FILE) if ctx.work_dir else None
-    try:
-        tt = read_traces([path], args_path=args_path, tmp_dir=ctx.work_dir)
-    except InputError as exc:
-        ctx.error(path, str(exc))
+    tt = read_trace(ctx, [path])
+    if tt is None:
         return
-    for epath, reason in tt.errors:
-        ctx.error(epath, reason)
-    p = ctx.profile
-    if args_path:
-        p.meta["args_file"] = ARGS_FILE
-    else:
-        p.meta["args_table"] = tt.args
     t = tt.tracks.copy()
     if len(t):
         numeric = pd.to_numeric(t["tid"].astype(str), errors="coerce").notna()
@@ -184,7 +158,4 @@ def _read_trace(ctx: _Ctx) -> None:
         for c in ("process_sort", "thread_sort"):
             if c in t.columns:
                 t[c] = np.clip(t[c].to_numpy(), -(1 << 31), (1 << 31) - 1)
-    p.set("tracks", t)
-    p.set("slices", tt.slices)
-    p.set("flows", tt.flows)
-    p.set("counters", tt.counters)
+    ctx.set_trace_tables(t, tt.slices, tt.flows, tt.counters)

@@ -40,7 +40,7 @@ steps     graph-mode step_trace (csv rows, else the `Iteration {n}` timeline sli
           With several models the one with most iterations is used.
           BUT if the timeline has Overlap Analysis events the reader leaves `steps` empty
           (derive.py computes the computing/communication/free breakdown from them) and puts
-          the step_trace windows in meta["step_windows"] = [[step, start_ns, end_ns], ...].
+          the step_trace windows in the `step_windows` table (step, start_ns, end_ns).
 memory_records  npu_mem (component = event APP/Device, reserved_mb = memory(KB)/1024) and
           memory_record (GE; allocated/reserved KB/1024).
 module_memory   npu_module_mem (KB/1024; the -1 "only release captured" value -> NaN).
@@ -63,12 +63,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import Profile
+from ..model import MSPROF_STEP_CATEGORIES, Profile, ProfileMeta, category_names
 from ..natural_sort import natural_key
-from . import ARGS_FILE, SpanSource
-from .context import ReadContext
-from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
-from .trace_json import read_traces
+from . import SpanSource
+from . import columns as C
+from .context import ReadContext, read_trace, run_steps
+from .tolerant import to_float, us_text_to_ns
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
 _SLICE = re.compile(r"_slice_(\d+)")
@@ -106,146 +106,97 @@ def _files(folder: str, base: str, ext: str) -> list[str]:
     return [os.path.join(folder, n) for n in out]
 
 
+class _Ctx(ReadContext):
+    def __init__(self, span: SpanSource, work_dir: str | None):
+        super().__init__(span, work_dir, Profile(meta=ProfileMeta(producer="msprof",
+                                                                   device="npu")))
+        # Where the export's files are (set by the layout step).
+        self.device_id: int | None = span.device_id
+        self.dev_dir: str | None = None
+        self.summary = ""
+        self.timeline = ""
+        # From the trace step, for the kernel and step steps.
+        self.trace_read = False
+        self.task_type: pd.Series | None = None  # `Task Type` arg of each slice
+
+
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
-    profile = Profile(meta={"producer": "msprof", "device": "npu"})
-    ctx = ReadContext(span, profile)
-    root = span.root
-    out_dir = os.path.join(root, "mindstudio_profiler_output")
+    return run_steps(_Ctx(span, work_dir), [
+        _read_layout, _read_info, _read_trace, _read_kernels, _read_steps,
+        _read_memory_records, _read_module_memory, _read_memory_allocations,
+        _read_communication, _read_communication_matrix,
+    ])
+
+
+def _read_layout(ctx: _Ctx) -> None:
+    """Which device folder this worker is, and where the summary / timeline files are."""
+    root = ctx.span.root
     dev_dirs = sorted(glob.glob(os.path.join(root, "device_*")), key=natural_key)
-    dev_dir = None
-    if span.device_id is not None and os.path.isdir(os.path.join(root, f"device_{span.device_id}")):
-        dev_dir = os.path.join(root, f"device_{span.device_id}")
+    if ctx.device_id is not None and os.path.isdir(os.path.join(root, f"device_{ctx.device_id}")):
+        ctx.dev_dir = os.path.join(root, f"device_{ctx.device_id}")
     elif dev_dirs:
-        dev_dir = dev_dirs[0]
-    device_id = span.device_id
-    if device_id is None and dev_dir:
-        m = re.search(r"device_(\d+)$", dev_dir)
-        device_id = int(m.group(1)) if m else None
-    profile.meta["device_id"] = device_id
-
+        ctx.dev_dir = dev_dirs[0]
+    if ctx.device_id is None and ctx.dev_dir:
+        m = re.search(r"device_(\d+)$", ctx.dev_dir)
+        ctx.device_id = int(m.group(1)) if m else None
+    meta = ctx.profile.meta
+    meta.device_id = ctx.device_id
+    out_dir = os.path.join(root, "mindstudio_profiler_output")
     if os.path.isdir(out_dir):
-        layout = "mindstudio_profiler_output"
-        summary = timeline = out_dir
+        meta.layout = "mindstudio_profiler_output"
+        ctx.summary = ctx.timeline = out_dir
     else:
-        layout = "device_summary"
-        summary = os.path.join(dev_dir, "summary") if dev_dir else ""
-        timeline = os.path.join(dev_dir, "timeline") if dev_dir else ""
-    profile.meta["layout"] = layout
-
-    # --- info.json.{id}: rank, versions
-    _info(ctx, root, dev_dir, device_id)
-
-    # --- trace
-    traces = _files(timeline, "msprof", "json")
-    if layout == "device_summary" and not traces:
-        for base in ("task_time", "hccl", "step_trace"):
-            traces += _files(timeline, base, "json")
-    elif layout == "mindstudio_profiler_output":
-        traces += _files(timeline, "step_trace", "json")
-    if layout == "device_summary" and traces and _ITER.search(os.path.basename(traces[0])):
-        traces = sorted(traces, key=lambda p: natural_key(os.path.basename(p)))
-        profile.meta["layout"] = "device_timeline_per_iteration"
-    tt = None
-    if traces:
-        args_path = os.path.join(work_dir, ARGS_FILE) if work_dir else None
-        try:
-            tt = read_traces(traces, args_path=args_path, tmp_dir=work_dir,
-                             extract_args={"a_task_type": "Task Type"},
-                             extract_for=lambda ph, cat: ph == "X")
-            for p, reason in tt.errors:
-                ctx.error(p, reason)
-            if args_path:
-                profile.meta["args_file"] = ARGS_FILE
-            else:
-                profile.meta["args_table"] = tt.args
-        except InputError as exc:
-            for p in traces:
-                ctx.error(p, str(exc))
-            tt = None
-        except Exception as exc:  # noqa: BLE001
-            ctx.error(traces[0], f"cannot read trace: {exc}")
-            tt = None
-    if tt is not None:
-        try:
-            _trace_tables(ctx, tt, device_id)
-        except Exception as exc:  # noqa: BLE001
-            ctx.error(traces[0], f"unexpected trace content: {exc}")
-
-    # --- kernels
-    ops = _files(summary, "op_summary", "csv")
-    kernels = None
-    if ops:
-        df = ctx.csvs(ops, required=("Op Name",))
-        if df is not None:
-            try:
-                kernels = _kernels_from_summary(df, device_id)
-            except Exception as exc:  # noqa: BLE001
-                ctx.error(ops[0], f"unexpected op_summary content: {exc}")
-    if kernels is None and tt is not None:
-        kernels = _kernels_from_trace(profile)
-    profile.meta.pop("_task_type", None)
-    if kernels is not None:
-        profile.set("kernels", kernels, keep_extra=True)
-
-    # --- steps
-    has_overlap = profile.has("tracks") and \
-        (profile.table("tracks")["kind"].astype(str) == "overlap").any() and \
-        _overlap_has_slices(profile)
-    steps = None
-    st_files = _files(summary, "step_trace", "csv")
-    if st_files:
-        df = ctx.csvs(st_files, required=("Iteration ID",))
-        if df is not None:
-            try:
-                steps = _steps_from_csv(df, device_id)
-            except Exception as exc:  # noqa: BLE001
-                ctx.error(st_files[0], f"unexpected step_trace content: {exc}")
-    if steps is None and tt is not None:
-        steps = _steps_from_trace(profile)
-    if steps is not None and len(steps):
-        if has_overlap:
-            profile.meta["step_windows"] = [[int(a), int(b), int(c)] for a, b, c in
-                                            steps[["step", "start_ns", "end_ns"]].to_numpy()]
-        else:
-            profile.set("steps", steps, keep_extra=True)
-            profile.meta["step_categories"] = ["computing", "iteration_refresh", "other"]
-
-    # --- memory
-    _memory(ctx, summary, device_id)
-    # --- communication
-    _communication(ctx, os.path.join(root, "analyze"))
-    return profile
+        meta.layout = "device_summary"
+        ctx.summary = os.path.join(ctx.dev_dir, "summary") if ctx.dev_dir else ""
+        ctx.timeline = os.path.join(ctx.dev_dir, "timeline") if ctx.dev_dir else ""
 
 
-def _info(ctx: ReadContext, root: str, dev_dir: str | None, device_id) -> None:
+def _read_info(ctx: _Ctx) -> None:
+    """info.json.{id}: rank and versions (the first readable candidate)."""
     cands = []
-    if dev_dir and device_id is not None:
-        cands.append(os.path.join(dev_dir, f"info.json.{device_id}"))
-    if dev_dir:
-        cands += sorted(glob.glob(os.path.join(dev_dir, "info.json.*[0-9]")))
-    cands.append(os.path.join(root, "host", "info.json"))
+    if ctx.dev_dir and ctx.device_id is not None:
+        cands.append(os.path.join(ctx.dev_dir, f"info.json.{ctx.device_id}"))
+    if ctx.dev_dir:
+        cands += sorted(glob.glob(os.path.join(ctx.dev_dir, "info.json.*[0-9]")))
+    cands.append(os.path.join(ctx.span.root, "host", "info.json"))
+    meta = ctx.profile.meta
     for p in cands:
         if not os.path.isfile(p):
             continue
-        try:
-            info = read_json_file(p, max_bytes=16 << 20)
-        except InputError as exc:
-            ctx.error(p, str(exc))
-            continue
-        if not isinstance(info, dict):
+        info = ctx.json(p, object_required=False, max_bytes=16 << 20)
+        if info is None:
             continue
         rank = info.get("rank_id")
         try:
             if rank is not None and int(rank) >= 0:
-                ctx.profile.meta["rank"] = int(rank)
+                meta.rank = int(rank)
         except (TypeError, ValueError):
             pass
-        versions = {}
-        for k in ("version", "platform_version", "cann_version", "drvVersion"):
-            if info.get(k) not in (None, ""):
-                versions[k] = info.get(k)
-        ctx.profile.meta["versions"] = versions
+        meta.versions = {k: info.get(k) for k in
+                         ("version", "platform_version", "cann_version", "drvVersion")
+                         if info.get(k) not in (None, "")}
         return
+
+
+def _read_trace(ctx: _Ctx) -> None:
+    layout = ctx.profile.meta.layout
+    traces = _files(ctx.timeline, "msprof", "json")
+    if layout == "device_summary" and not traces:
+        for base in ("task_time", "hccl", "step_trace"):
+            traces += _files(ctx.timeline, base, "json")
+    elif layout == "mindstudio_profiler_output":
+        traces += _files(ctx.timeline, "step_trace", "json")
+    if not traces:
+        return
+    if layout == "device_summary" and _ITER.search(os.path.basename(traces[0])):
+        traces = sorted(traces, key=lambda p: natural_key(os.path.basename(p)))
+        ctx.profile.meta.layout = "device_timeline_per_iteration"
+    tt = read_trace(ctx, traces, extract_args={"a_task_type": "Task Type"},
+                    extract_for=lambda ph, cat: ph == "X")
+    if tt is None:
+        return
+    ctx.trace_read = True
+    _trace_tables(ctx, tt)
 
 
 def _track_kind(process: str, thread: str) -> str:
@@ -266,7 +217,7 @@ def _track_kind(process: str, thread: str) -> str:
     return "other"
 
 
-def _trace_tables(ctx: ReadContext, tt, device_id) -> None:
+def _trace_tables(ctx: _Ctx, tt) -> None:
     tracks = tt.tracks.copy()
     slice_tracks = set(tt.slices["track_id"].unique()) if len(tt.slices) else set()
     counter_tracks = set(tt.counters["track_id"].unique()) if len(tt.counters) else set()
@@ -295,17 +246,14 @@ def _trace_tables(ctx: ReadContext, tt, device_id) -> None:
                 dev = int(m.group(1))
             elif not host_label and (str(lab).strip().startswith("NPU") or
                                      kind in ("device", "communication", "overlap")):
-                dev = device_id
+                dev = ctx.device_id
         devs.append(dev)
     tracks["kind"] = kinds
     tracks["device_id"] = pd.array(devs, dtype="Int64")
-    ctx.profile.set("tracks", tracks)
+    ctx.set_trace_tables(tracks, tt.slices, tt.flows, tt.counters)
+    # Task types for kernels built from the trace (the slices table does not keep them).
     sl = tt.slices
-    ctx.profile.set("slices", sl)
-    ctx.profile.set("flows", tt.flows)
-    ctx.profile.set("counters", tt.counters)
-    # Task types for kernels built from the trace; dropped from the tables afterwards.
-    ctx.profile.meta["_task_type"] = sl["a_task_type"] if "a_task_type" in sl.columns else None
+    ctx.task_type = sl["a_task_type"] if "a_task_type" in sl.columns else None
 
 
 def _overlap_has_slices(profile: Profile) -> bool:
@@ -324,15 +272,25 @@ def _ints(s: pd.Series | None, n: int) -> pd.arrays.IntegerArray:
     return out
 
 
-_KNOWN = {"Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State",
-          "Task Type", "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)",
-          "Block Num", "Block Dim", "Mix Block Num", "Mix Block Dim", "HF32 Eligible",
-          "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
-          "Output Data Types", "Output Formats", "Context ID", "Model Name", "Infer ID"}
+def _us(df: pd.DataFrame, header: str | None) -> np.ndarray:
+    """µs text -> exact int ns (0 for empty cells, zeros without the column)."""
+    if header is None:
+        return np.zeros(len(df), np.int64)
+    return us_text_to_ns(df[header].fillna("").astype(str).to_numpy(dtype=object))
+
+
+def _text(df: pd.DataFrame, header: str | None, missing: str = "") -> np.ndarray:
+    if header is None:
+        return np.full(len(df), "", dtype=object)
+    return df[header].fillna(missing).astype(str).to_numpy(dtype=object)
+
+
+def _kb_mib(df: pd.DataFrame, header: str | None):
+    return to_float(df[header]) / KB if header else np.nan
 
 
 def _filter_device(df: pd.DataFrame, device_id) -> pd.DataFrame:
-    col = pick(df, "Device_id", "Device ID")
+    col = C.resolve(df, C.MSPROF_DEVICE).get("device_id")
     if col is None or device_id is None:
         return df
     v = to_float(df[col])
@@ -341,45 +299,50 @@ def _filter_device(df: pd.DataFrame, device_id) -> pd.DataFrame:
     return df[v == device_id].reset_index(drop=True)
 
 
+def _read_kernels(ctx: _Ctx) -> None:
+    """op_summary rows of this device; without any, the Ascend Hardware slices."""
+    kernels = None
+    ops = _files(ctx.summary, "op_summary", "csv")
+    if ops:
+        df = ctx.csvs(ops, required=C.required(C.OP_SUMMARY))
+        if df is not None:
+            kernels = _kernels_from_summary(df, ctx.device_id)
+    if kernels is None and ctx.trace_read:
+        kernels = _kernels_from_trace(ctx.profile, ctx.task_type)
+    ctx.task_type = None
+    if kernels is not None:
+        ctx.profile.set("kernels", kernels, keep_extra=True)
+
+
 def _kernels_from_summary(df: pd.DataFrame, device_id) -> pd.DataFrame:
     df = _filter_device(df, device_id)
     n = len(df)
-    c = lambda *names: pick(df, *names)  # noqa: E731
-    text = lambda col: (df[col].fillna("").astype(str).to_numpy(dtype=object) if col  # noqa: E731
-                        else np.full(n, "", dtype=object))
-    start_col = c("Task Start Time(us)", "Start Time(us)")
-    dur_col = c("Task Duration(us)", "Duration(us)")
-    wait_col = c("Task Wait Time(us)", "Wait Time(us)")
-    dev_col = c("Device_id")
+    c = C.resolve(df, C.OP_SUMMARY)
     out = pd.DataFrame({
-        "name": text(c("Op Name", "Name")),
-        "type": text(c("OP Type", "Type")),
-        "core_type": text(c("Task Type", "Accelerator Core")),
-        "start_ns": us_text_to_ns(df[start_col].fillna("").astype(str).to_numpy(dtype=object))
-        if start_col else np.zeros(n, np.int64),
-        "dur_ns": us_text_to_ns(df[dur_col].fillna("").astype(str).to_numpy(dtype=object))
-        if dur_col else np.zeros(n, np.int64),
-        "wait_ns": us_text_to_ns(df[wait_col].fillna("").astype(str).to_numpy(dtype=object))
-        if wait_col else np.zeros(n, np.int64),
-        "device_id": _ints(df[dev_col], n) if dev_col else
+        "name": _text(df, c.get("name")),
+        "type": _text(df, c.get("type")),
+        "core_type": _text(df, c.get("core_type")),
+        "start_ns": _us(df, c.get("start_ns")),
+        "dur_ns": _us(df, c.get("dur_ns")),
+        "wait_ns": _us(df, c.get("wait_ns")),
+        "device_id": _ints(df[c["device_id"]], n) if "device_id" in c else
         pd.array([device_id] * n, dtype="Int64"),
-        "stream_id": _ints(df[c("Stream ID")] if c("Stream ID") else None, n),
-        "block_dim": _ints(df[c("Block Num", "Block Dim")] if c("Block Num", "Block Dim")
-                           else None, n),
-        "input_shapes": text(c("Input Shapes")),
-        "input_dtypes": text(c("Input Data Types")),
-        "output_shapes": text(c("Output Shapes")),
+        "stream_id": _ints(df[c["stream_id"]] if "stream_id" in c else None, n),
+        "block_dim": _ints(df[c["block_dim"]] if "block_dim" in c else None, n),
+        "input_shapes": _text(df, c.get("input_shapes")),
+        "input_dtypes": _text(df, c.get("input_dtypes")),
+        "output_shapes": _text(df, c.get("output_shapes")),
     })
+    used = set(c.values())
     for col in df.columns:
-        if col not in _KNOWN and col not in out.columns:
+        if col not in used and col not in C.OP_SUMMARY_TEXT_HEADERS and col not in out.columns:
             out[col] = to_float(df[col])
     return out
 
 
-def _kernels_from_trace(profile: Profile) -> pd.DataFrame | None:
+def _kernels_from_trace(profile: Profile, task_type: pd.Series | None) -> pd.DataFrame | None:
     tr = profile.table("tracks")
     dev = tr[tr["kind"].astype(str) == "device"]
-    task_type = profile.meta.pop("_task_type", None)
     if len(dev) == 0:
         return None
     sl = profile.table("slices")
@@ -403,28 +366,44 @@ def _kernels_from_trace(profile: Profile) -> pd.DataFrame | None:
     }).sort_values("start_ns", kind="stable").reset_index(drop=True)
 
 
+def _read_steps(ctx: _Ctx) -> None:
+    """Graph-mode iterations: the steps, or only their windows when the timeline has
+    Overlap Analysis events (derive.py computes the breakdown from those)."""
+    p = ctx.profile
+    has_overlap = p.has("tracks") and \
+        (p.table("tracks")["kind"].astype(str) == "overlap").any() and _overlap_has_slices(p)
+    steps = None
+    st_files = _files(ctx.summary, "step_trace", "csv")
+    if st_files:
+        df = ctx.csvs(st_files, required=C.required(C.MSPROF_STEP_TRACE))
+        if df is not None:
+            steps = _steps_from_csv(df, ctx.device_id)
+    if steps is None and ctx.trace_read:
+        steps = _steps_from_trace(p)
+    if steps is None or len(steps) == 0:
+        return
+    if has_overlap:
+        p.set("step_windows", steps[["step", "start_ns", "end_ns"]])
+    else:
+        p.set("steps", steps, keep_extra=True)
+        p.meta.step_categories = category_names(MSPROF_STEP_CATEGORIES)
+
+
 def _steps_from_csv(df: pd.DataFrame, device_id) -> pd.DataFrame | None:
     df = _filter_device(df, device_id)
-    c = lambda *names: pick(df, *names)  # noqa: E731
-    it = to_float(df[c("Iteration ID")])
-    model = df[c("Model ID")].fillna("").astype(str) if c("Model ID") else pd.Series([""] * len(df))
+    c = C.resolve(df, C.MSPROF_STEP_TRACE)
+    it = to_float(df[c["step"]])
+    model = df[c["model"]].fillna("").astype(str) if "model" in c else pd.Series([""] * len(df))
     if len(df) == 0:
         return None
     best = model.value_counts().index[0]
     keep = (model == best).to_numpy() & np.isfinite(it)
     df = df[keep].reset_index(drop=True)
     it = it[keep]
-
-    def ns(col):
-        if col is None:
-            return np.zeros(len(df), np.int64)
-        return us_text_to_ns(df[col].fillna("").astype(str).to_numpy(dtype=object))
-
-    end = ns(c("Iteration End(us)", "Iteration End"))
-    total = ns(c("Iteration Time(us)", "Iteration Time"))
-    fpbp = ns(c("FP to BP Time(us)", "FP to BP Time"))
-    refresh = ns(c("Iteration Refresh(us)", "Iteration Refresh"))
-    return _steps_frame(it.astype(np.int64), end - total, end, total, fpbp, refresh)
+    end = _us(df, c.get("end_ns"))
+    total = _us(df, c.get("total_ns"))
+    return _steps_frame(it.astype(np.int64), end - total, end, total,
+                        _us(df, c.get("fp_bp_ns")), _us(df, c.get("refresh_ns")))
 
 
 def _steps_frame(step, start, end, total, fpbp, refresh) -> pd.DataFrame:
@@ -471,106 +450,130 @@ def _steps_from_trace(profile: Profile) -> pd.DataFrame | None:
                         col("dur", "FP_BP Time"), col("dur", "Iteration Refresh"))
 
 
-def _memory(ctx: ReadContext, summary: str, device_id) -> None:
+def _steps_from_trace(profile: Profile) -> pd.DataFrame | None:
+    sl = profile.table("slices")
+    if len(sl) == 0:
+        return None
+    names = sl["name"].astype(str)
+    cand = names.str.match(r"^(Iteration \d+|FP_BP Time \d+|Iteration Refresh \d+)$")
+    if not cand.any():
+        return None
+    sub = sl[cand.to_numpy()]
+    nm = names[cand]
+    it_mask = nm.str.match(r"^Iteration \d+$").to_numpy()
+    its = sub[it_mask]
+    if len(its) == 0:
+        return None
+    best_track = its["track_id"].value_counts().index[0]
+    sub = sub[(sub["track_id"] == best_track).to_numpy()]
+    nm = sub["name"].astype(str)
+    num = nm.str.extract(r"(\d+)$")[0].astype(np.int64).to_numpy()
+    kind = nm.str.replace(r" \d+$", "", regex=True).to_numpy()
+    d = pd.DataFrame({"num": num, "kind": kind, "start": sub["start_ns"].to_numpy(),
+                      "dur": sub["dur_ns"].to_numpy()})
+    piv = d.pivot_table(index="num", columns="kind", values=["start", "dur"], aggfunc="first")
+    if ("dur", "Iteration") not in piv.columns:
+        return None
+    piv = piv[piv[("dur", "Iteration")].notna()]
+
+    def col(a, b):
+        return piv[(a, b)].fillna(0).astype(np.int64).to_numpy() if (a, b) in piv.columns \
+            else np.zeros(len(piv), np.int64)
+
+    start = col("start", "Iteration")
+    total = col("dur", "Iteration")
+    return _steps_frame(piv.index.to_numpy(np.int64), start, start + total, total,
+                        col("dur", "FP_BP Time"), col("dur", "Iteration Refresh"))
+
+
+def _memory_device(df: pd.DataFrame, device_id) -> np.ndarray:
+    """`NPU:{Device_id}`, else the Device text as written, else the span's device."""
+    c = C.resolve(df, C.MSPROF_MEMORY_DEVICE)
+    fallback = f"NPU:{device_id}" if device_id is not None else "NPU"
+    if "device_id" in c:
+        v = to_float(df[c["device_id"]])
+        return np.array([f"NPU:{int(x)}" if np.isfinite(x) else fallback for x in v],
+                        dtype=object)
+    if "device" in c:
+        return df[c["device"]].fillna("").astype(str).to_numpy(dtype=object)
+    return np.full(len(df), fallback, dtype=object)
+
+
+def _summary_csv(ctx: _Ctx, base: str, table: C.Table) -> pd.DataFrame | None:
+    """The newest export of summary `base` (slices stacked), rows of this device only."""
+    files = _files(ctx.summary, base, "csv")
+    df = ctx.csvs(files, required=C.required(table)) if files else None
+    return None if df is None else _filter_device(df, ctx.device_id)
+
+
+def _read_memory_records(ctx: _Ctx) -> None:
+    """npu_mem (APP / Device reserved) and memory_record (GE allocated / reserved)."""
     recs = []
-    files = _files(summary, "npu_mem", "csv")
-    if files:
-        df = ctx.csvs(files, required=("event",))
-        if df is not None:
-            df = _filter_device(df, device_id)
-            ts_col = pick(df, "timestamp(us)", "Timestamp(us)")
-            mem_col = pick(df, "memory(KB)")
-            dev = _device_text(df, device_id)
-            recs.append(pd.DataFrame({
-                "component": df["event"].fillna("").astype(str).to_numpy(dtype=object),
-                "device": dev,
-                "ts_ns": us_text_to_ns(df[ts_col].fillna("").astype(str).to_numpy(dtype=object))
-                if ts_col else np.zeros(len(df), np.int64),
-                "reserved_mb": to_float(df[mem_col]) / KB if mem_col else np.nan,
-                "allocated_mb": np.nan,
-            }))
-    files = _files(summary, "memory_record", "csv")
-    if files:
-        df = ctx.csvs(files, required=("Component",))
-        if df is not None:
-            df = _filter_device(df, device_id)
-            ts_col = pick(df, "Timestamp(us)")
-            a = pick(df, "Total Allocated(KB)")
-            r = pick(df, "Total Reserved(KB)")
-            recs.append(pd.DataFrame({
-                "component": df["Component"].fillna("GE").astype(str).to_numpy(dtype=object),
-                "device": _device_text(df, device_id),
-                "ts_ns": us_text_to_ns(df[ts_col].fillna("").astype(str).to_numpy(dtype=object))
-                if ts_col else np.zeros(len(df), np.int64),
-                "allocated_mb": to_float(df[a]) / KB if a else np.nan,
-                "reserved_mb": to_float(df[r]) / KB if r else np.nan,
-            }))
+    df = _summary_csv(ctx, "npu_mem", C.NPU_MEM)
+    if df is not None:
+        c = C.resolve(df, C.NPU_MEM)
+        recs.append(pd.DataFrame({
+            "component": _text(df, c["component"]),
+            "device": _memory_device(df, ctx.device_id),
+            "ts_ns": _us(df, c.get("ts_ns")),
+            "reserved_mb": _kb_mib(df, c.get("reserved_mb")),
+            "allocated_mb": np.nan,
+        }))
+    df = _summary_csv(ctx, "memory_record", C.MSPROF_MEMORY_RECORD)
+    if df is not None:
+        c = C.resolve(df, C.MSPROF_MEMORY_RECORD)
+        recs.append(pd.DataFrame({
+            "component": _text(df, c["component"], missing="GE"),
+            "device": _memory_device(df, ctx.device_id),
+            "ts_ns": _us(df, c.get("ts_ns")),
+            "allocated_mb": _kb_mib(df, c.get("allocated_mb")),
+            "reserved_mb": _kb_mib(df, c.get("reserved_mb")),
+        }))
     if recs:
         rec = pd.concat(recs, ignore_index=True).sort_values("ts_ns", kind="stable")
         ctx.profile.set("memory_records", rec)
-    files = _files(summary, "npu_module_mem", "csv")
-    if files:
-        df = ctx.csvs(files, required=("Component",))
-        if df is not None:
-            df = _filter_device(df, device_id)
-            ts_col = pick(df, "Timestamp(us)")
-            r = pick(df, "Total Reserved(KB)")
-            res = to_float(df[r]) / KB if r else np.full(len(df), np.nan)
-            res = np.where(res < 0, np.nan, res)
-            ctx.profile.set("module_memory", pd.DataFrame({
-                "component": df["Component"].fillna("").astype(str).to_numpy(dtype=object),
-                "device": _device_text(df, device_id),
-                "ts_ns": us_text_to_ns(df[ts_col].fillna("").astype(str).to_numpy(dtype=object))
-                if ts_col else np.zeros(len(df), np.int64),
-                "reserved_mb": res,
-            }))
-    files = _files(summary, "operator_memory", "csv")
-    if files:
-        df = ctx.csvs(files, required=("Name",))
-        if df is not None:
-            df = _filter_device(df, device_id)
-            alloc_col = pick(df, "Allocation Time(us)")
-            dur_col = pick(df, "Duration(us)")
-            rel_col = pick(df, "Release Time(us)")
-            alloc = us_text_to_ns(df[alloc_col].fillna("").astype(str).to_numpy(dtype=object)) \
-                if alloc_col else np.zeros(len(df), np.int64)
-            if rel_col:
-                has = df[rel_col].notna().to_numpy()
-                rel = np.where(has, us_text_to_ns(df[rel_col].fillna("").astype(str)
-                                                  .to_numpy(dtype=object)), -1)
-            elif dur_col:
-                has = df[dur_col].notna().to_numpy()
-                rel = np.where(has, alloc + us_text_to_ns(df[dur_col].fillna("").astype(str)
-                                                          .to_numpy(dtype=object)), -1)
-            else:
-                has = np.zeros(len(df), bool)
-                rel = np.full(len(df), -1, np.int64)
-            ta = pick(df, "Allocation Total Allocated(KB)")
-            tr = pick(df, "Allocation Total Reserved(KB)")
-            size = pick(df, "Size(KB)")
-            ctx.profile.set("memory_allocations", pd.DataFrame({
-                "name": df["Name"].fillna("").astype(str).to_numpy(dtype=object),
-                "device": _device_text(df, device_id),
-                "size_kb": to_float(df[size]) if size else np.nan,
-                "alloc_ns": alloc,
-                "release_ns": rel.astype(np.int64),
-                "duration_ns": np.where(has, rel - alloc, -1).astype(np.int64),
-                "alloc_total_allocated_mb": to_float(df[ta]) / KB if ta else np.nan,
-                "alloc_total_reserved_mb": to_float(df[tr]) / KB if tr else np.nan,
-            }))
 
 
-def _device_text(df: pd.DataFrame, device_id) -> np.ndarray:
-    col = pick(df, "Device_id")
-    if col is not None:
-        v = to_float(df[col])
-        return np.array([f"NPU:{int(x)}" if np.isfinite(x) else
-                         (f"NPU:{device_id}" if device_id is not None else "NPU") for x in v],
-                        dtype=object)
-    col = pick(df, "Device", "Device Type")
-    if col is not None:
-        return df[col].fillna("").astype(str).to_numpy(dtype=object)
-    return np.full(len(df), f"NPU:{device_id}" if device_id is not None else "NPU", dtype=object)
+def _read_module_memory(ctx: _Ctx) -> None:
+    df = _summary_csv(ctx, "npu_module_mem", C.MSPROF_NPU_MODULE_MEM)
+    if df is None:
+        return
+    c = C.resolve(df, C.MSPROF_NPU_MODULE_MEM)
+    res = to_float(df[c["reserved_mb"]]) / KB if "reserved_mb" in c else \
+        np.full(len(df), np.nan)
+    ctx.profile.set("module_memory", pd.DataFrame({
+        "component": _text(df, c["component"]),
+        "device": _memory_device(df, ctx.device_id),
+        "ts_ns": _us(df, c.get("ts_ns")),
+        "reserved_mb": np.where(res < 0, np.nan, res),  # -1: only a release was captured
+    }))
+
+
+def _read_memory_allocations(ctx: _Ctx) -> None:
+    df = _summary_csv(ctx, "operator_memory", C.MSPROF_OPERATOR_MEMORY)
+    if df is None:
+        return
+    c = C.resolve(df, C.MSPROF_OPERATOR_MEMORY)
+    alloc = _us(df, c.get("alloc_ns"))
+    if "release_ns" in c:
+        has = df[c["release_ns"]].notna().to_numpy()
+        rel = np.where(has, _us(df, c["release_ns"]), -1)
+    elif "duration_ns" in c:
+        has = df[c["duration_ns"]].notna().to_numpy()
+        rel = np.where(has, alloc + _us(df, c["duration_ns"]), -1)
+    else:
+        has = np.zeros(len(df), bool)
+        rel = np.full(len(df), -1, np.int64)
+    ctx.profile.set("memory_allocations", pd.DataFrame({
+        "name": _text(df, c["name"]),
+        "device": _memory_device(df, ctx.device_id),
+        "size_kb": to_float(df[c["size_kb"]]) if "size_kb" in c else np.nan,
+        "alloc_ns": alloc,
+        "release_ns": rel.astype(np.int64),
+        "duration_ns": np.where(has, rel - alloc, -1).astype(np.int64),
+        "alloc_total_allocated_mb": _kb_mib(df, c.get("alloc_total_allocated_mb")),
+        "alloc_total_reserved_mb": _kb_mib(df, c.get("alloc_total_reserved_mb")),
+    }))
 
 
 def _ms_to_ns(v) -> int:
@@ -601,62 +604,60 @@ def _comm_entries(doc: dict):
             yield None, kind, k, v
 
 
-def _communication(ctx: ReadContext, analyze: str) -> None:
-    p = os.path.join(analyze, "communication.json")
-    if os.path.isfile(p):
-        try:
-            doc = read_json_file(p)
-            rows = []
-            for step, kind, key, info in _comm_entries(doc if isinstance(doc, dict) else {}):
-                name, _, group = key.partition("@")
-                t = info.get("Communication Time Info") or {}
-                bw = info.get("Communication Bandwidth Info") or {}
-                sizes = {tr: float(d.get("Transit Size(MB)") or 0) for tr, d in bw.items()
-                         if isinstance(d, dict)}
-                size = (sizes.get("RDMA", 0.0) + sizes["SDMA"]) if "SDMA" in sizes \
-                    else sum(sizes.values())
-                start = t.get("Start Timestamp(us)")
-                rows.append({
-                    "step": step, "name": name, "group": group, "kind": kind,
-                    "start_ns": int(us_text_to_ns([str(start)])[0]) if start is not None else 0,
-                    "elapse_ns": _ms_to_ns(t.get("Elapse Time(ms)")),
-                    "transit_ns": _ms_to_ns(t.get("Transit Time(ms)")),
-                    "wait_ns": _ms_to_ns(t.get("Wait Time(ms)")),
-                    "sync_ns": _ms_to_ns(t.get("Synchronization Time(ms)")),
-                    "idle_ns": _ms_to_ns(t.get("Idle Time(ms)")),
-                    "transit_size_mb": size,
-                })
-            if rows:
-                df = pd.DataFrame(rows)
-                df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
-                ctx.profile.set("communication_ops", df)
-        except InputError as exc:
-            ctx.error(p, str(exc))
-        except Exception as exc:  # noqa: BLE001
-            ctx.error(p, f"unexpected content: {exc}")
-    p = os.path.join(analyze, "communication_matrix.json")
-    if os.path.isfile(p):
-        try:
-            doc = read_json_file(p)
-            rows = []
-            for step, _kind, op, links in _comm_entries(doc if isinstance(doc, dict) else {}):
-                for link, d in links.items():
-                    m = re.match(r"^\s*(\d+)\s*-\s*(\d+)\s*$", str(link))
-                    if not m or not isinstance(d, dict):
-                        continue
-                    rows.append({
-                        "step": step, "op": op, "src_rank": int(m.group(1)),
-                        "dst_rank": int(m.group(2)),
-                        "transport": str(d.get("Transport Type", "")),
-                        "transit_size_mb": float(d.get("Transit Size(MB)") or 0),
-                        "transit_ns": _ms_to_ns(d.get("Transit Time(ms)")),
-                        "bandwidth_gbps": float(d.get("Bandwidth(GB/s)") or 0),
-                    })
-            if rows:
-                df = pd.DataFrame(rows)
-                df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
-                ctx.profile.set("communication_links", df)
-        except InputError as exc:
-            ctx.error(p, str(exc))
-        except Exception as exc:  # noqa: BLE001
-            ctx.error(p, f"unexpected content: {exc}")
+def _analyze_json(ctx: _Ctx, name: str) -> dict | None:
+    p = os.path.join(ctx.span.root, "analyze", name)
+    return ctx.json(p, object_required=False) if os.path.isfile(p) else None
+
+
+def _read_communication(ctx: _Ctx) -> None:
+    doc = _analyze_json(ctx, "communication.json")
+    if doc is None:
+        return
+    rows = []
+    for step, kind, key, info in _comm_entries(doc):
+        name, _, group = key.partition("@")
+        t = info.get("Communication Time Info") or {}
+        bw = info.get("Communication Bandwidth Info") or {}
+        sizes = {tr: float(d.get("Transit Size(MB)") or 0) for tr, d in bw.items()
+                 if isinstance(d, dict)}
+        size = (sizes.get("RDMA", 0.0) + sizes["SDMA"]) if "SDMA" in sizes \
+            else sum(sizes.values())
+        start = t.get("Start Timestamp(us)")
+        rows.append({
+            "step": step, "name": name, "group": group, "kind": kind,
+            "start_ns": int(us_text_to_ns([str(start)])[0]) if start is not None else 0,
+            "elapse_ns": _ms_to_ns(t.get("Elapse Time(ms)")),
+            "transit_ns": _ms_to_ns(t.get("Transit Time(ms)")),
+            "wait_ns": _ms_to_ns(t.get("Wait Time(ms)")),
+            "sync_ns": _ms_to_ns(t.get("Synchronization Time(ms)")),
+            "idle_ns": _ms_to_ns(t.get("Idle Time(ms)")),
+            "transit_size_mb": size,
+        })
+    if rows:
+        df = pd.DataFrame(rows)
+        df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
+        ctx.profile.set("communication_ops", df)
+
+
+def _read_communication_matrix(ctx: _Ctx) -> None:
+    doc = _analyze_json(ctx, "communication_matrix.json")
+    if doc is None:
+        return
+    rows = []
+    for step, _kind, op, links in _comm_entries(doc):
+        for link, d in links.items():
+            m = re.match(r"^\s*(\d+)\s*-\s*(\d+)\s*$", str(link))
+            if not m or not isinstance(d, dict):
+                continue
+            rows.append({
+                "step": step, "op": op, "src_rank": int(m.group(1)),
+                "dst_rank": int(m.group(2)),
+                "transport": str(d.get("Transport Type", "")),
+                "transit_size_mb": float(d.get("Transit Size(MB)") or 0),
+                "transit_ns": _ms_to_ns(d.get("Transit Time(ms)")),
+                "bandwidth_gbps": float(d.get("Bandwidth(GB/s)") or 0),
+            })
+    if rows:
+        df = pd.DataFrame(rows)
+        df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
+        ctx.profile.set("communication_links", df)

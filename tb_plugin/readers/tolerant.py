@@ -221,18 +221,6 @@ def _dedupe(names: list[str]) -> list[str]:
     return out
 
 
-def pick(df: pd.DataFrame, *names: str) -> str | None:
-    """First of `names` that is a column of `df` (header variants across versions)."""
-    for n in names:
-        if n in df.columns:
-            return n
-    lower = {c.lower(): c for c in df.columns}
-    for n in names:
-        if n.lower() in lower:
-            return lower[n.lower()]
-    return None
-
-
 def read_json_file(path: str, max_bytes: int = 256 << 20):
     """Small JSON documents (profiler_info, communication.json): parsed with msgspec.
 

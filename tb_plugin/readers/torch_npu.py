@@ -3,9 +3,9 @@
 Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (docs/formats.md
 §1.1, §1.2, §2.2–§2.12, §2.22). What differs between producers and versions is kept as data:
 
-- `_FIELDS_*` tables map each model column to the header variants seen across versions
-  (e.g. `Step Id`/`Step ID`, `Block Num`/`Block Dim`, `Total Reserved(MB)`/`(KB)`) and a
-  conversion (`us` -> exact int ns, `ms` -> ns, `int`, `float`, `text`).
+- `columns.KERNEL_DETAILS`, `OPERATOR_DETAILS`, ... map each model column to the header
+  variants seen across versions (e.g. `Step Id`/`Step ID`, `Block Num`/`Block Dim`,
+  `Total Reserved(MB)`/`(KB)`) and a conversion kind, which `_conv` applies.
 - `_DIALECTS` holds per-producer facts (MindSpore's "MB" columns are KB/1000, its
   operator_details.csv has only Name/Input Shapes).
 
@@ -29,7 +29,7 @@ Normalizations (documented for the views):
   steps_from_overlap(profile)` derives it from Overlap Analysis events (called by derive).
 - operators: `start_ns` 0 and `step` <NA> (operator_details.csv has no time). Extra columns
   `device_self_aicore_ns`, `device_total_aicore_ns`. MindSpore's 2-column file has no
-  durations: they are 0 and `meta["operator_durations"] = False`.
+  durations: they are 0 and `meta.operator_durations` is False.
 - kernels: unknown headers (PMU metrics, …) are kept as extra float64 columns under their
   original header; known text columns that the model has no place for are dropped.
 """
@@ -45,14 +45,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import Profile
-from . import ARGS_FILE, SpanSource
-from .context import ReadContext
-from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
+from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
+    profiler_step_windows
+from . import SpanSource
+from . import columns as C
+from .context import ReadContext, read_trace, run_steps
+from .tolerant import to_float, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-
-STEP_CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,79 +78,6 @@ _PROCESS_KIND = {
     "Communication": "communication", "HCCL": "communication",
     "Overlap Analysis": "overlap",
 }
-
-# (model column, header variants, conversion). Conversions: us -> int ns exact, int ->
-# nullable Int64, float -> float64, text -> string.
-_FIELDS_KERNELS = [
-    ("step", ("Step Id", "Step ID"), "int"),
-    ("device_id", ("Device_id", "Device ID"), "int"),
-    ("name", ("Name", "Op Name"), "text"),
-    ("type", ("Type", "OP Type"), "text"),
-    ("core_type", ("Accelerator Core", "Task Type"), "text"),
-    ("start_ns", ("Start Time(us)", "Task Start Time(us)"), "us"),
-    ("dur_ns", ("Duration(us)", "Task Duration(us)"), "us"),
-    ("wait_ns", ("Wait Time(us)", "Task Wait Time(us)"), "us"),
-    ("stream_id", ("Stream ID", "Stream Id"), "int"),
-    ("block_dim", ("Block Num", "Block Dim"), "int"),
-    ("input_shapes", ("Input Shapes",), "shapes"),
-    ("input_dtypes", ("Input Data Types",), "text"),
-    ("output_shapes", ("Output Shapes",), "shapes"),
-]
-_KERNEL_REQUIRED = ("Name", "Start Time(us)", "Duration(us)")
-# Text columns of kernel_details that are neither in the model nor numeric metrics.
-_KERNEL_TEXT_SKIP = {"Model ID", "Task ID", "OP State", "HF32 Eligible", "Input Formats",
-                     "Output Data Types", "Output Formats", "Context ID", "Mix Block Num",
-                     "Mix Block Dim", "Model Name", "Infer ID"}
-
-_FIELDS_OPERATORS = [
-    ("name", ("Name",), "text"),
-    ("input_shapes", ("Input Shapes",), "shapes"),
-    ("call_stack", ("Call Stack",), "stack"),
-    ("host_self_ns", ("Host Self Duration(us)",), "us"),
-    ("host_total_ns", ("Host Total Duration(us)",), "us"),
-    ("device_self_ns", ("Device Self Duration(us)",), "us"),
-    ("device_total_ns", ("Device Total Duration(us)",), "us"),
-    ("device_self_aicore_ns", ("Device Self Duration With AICore(us)",), "us"),
-    ("device_total_aicore_ns", ("Device Total Duration With AICore(us)",), "us"),
-]
-
-_FIELDS_STEPS = [
-    ("device_id", ("Device_id", "Device ID"), "int"),
-    ("bd_computing", ("Computing",), "us"),
-    ("bd_communication_not_overlapped", ("Communication(Not Overlapped)",), "us"),
-    ("bd_overlapped", ("Overlapped",), "us"),
-    ("communication_ns", ("Communication",), "us"),
-    ("bd_free", ("Free",), "us"),
-    ("stage_ns", ("Stage",), "us"),
-    ("bubble_ns", ("Bubble",), "us"),
-    ("comm_not_overlapped_exclude_receive_ns",
-     ("Communication(Not Overlapped and Exclude Receive)",), "us"),
-    ("preparing_ns", ("Preparing",), "us"),
-]
-_STEP_REQUIRED = ("Computing", "Communication(Not Overlapped)", "Free")
-
-_FIELDS_MEMORY = [
-    ("component", ("Component",), "text"),
-    ("ts_ns", ("Timestamp(us)",), "us"),
-    ("allocated_mb", ("Total Allocated(MB)",), "mb"),
-    ("reserved_mb", ("Total Reserved(MB)",), "mb"),
-    ("active_mb", ("Total Active(MB)",), "mb"),
-    ("device", ("Device Type", "Device"), "text"),
-]
-
-_FIELDS_OP_MEMORY = [
-    ("name", ("Name",), "text"),
-    ("size_kb", ("Size(KB)",), "float"),
-    ("alloc_ns", ("Allocation Time(us)",), "us"),
-    ("release_ns", ("Release Time(us)",), "us_or_missing"),
-    ("duration_ns", ("Duration(us)",), "us_or_missing"),
-    ("alloc_total_allocated_mb", ("Allocation Total Allocated(MB)",), "mb"),
-    ("alloc_total_reserved_mb", ("Allocation Total Reserved(MB)",), "mb"),
-    ("device", ("Device Type", "Device"), "text"),
-]
-
-# Header variant -> factor to MiB, for npu_module_mem.csv.
-_MODULE_RESERVED = (("Total Reserved(MB)", 1.0), ("Total Reserved(KB)", 1.0 / 1024.0))
 
 _COMM_TIME_KEYS = {
     "elapse_ns": "Elapse Time(ms)",
@@ -185,41 +112,29 @@ def _trace_deferrable(ctx: "_Ctx") -> bool:
 
 class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None, dialect: _Dialect):
-        super().__init__(span, Profile(meta={"producer": dialect.producer, "device": "npu"}),
+        meta = ProfileMeta(producer=dialect.producer, device="npu", rank=span.rank,
+                           device_id=span.device_id)
+        super().__init__(span, work_dir, Profile(meta=meta),
                          base=os.path.join(span.root, OUTPUT_DIR))
-        self.work_dir = work_dir
         self.dialect = dialect
-        self.out = self.base
+        # Host ProfilerStep#N windows of the trace (set by the trace step) for the steps.
+        self.step_windows: pd.DataFrame | None = None
 
 
 def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
           stage: str = "all") -> Profile:
     ctx = _Ctx(span, work_dir, dialect)
-    p = ctx.profile
-    if span.rank is not None:
-        p.meta["rank"] = span.rank
-    if span.device_id is not None:
-        p.meta["device_id"] = span.device_id
+    if stage == "trace":
+        return run_steps(ctx, [_read_trace])
     steps = [
         _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
         _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix,
+        _read_communication, _read_communication_matrix, _check_any_data, _finish_meta,
     ]
-    if stage == "trace":
-        steps = [_read_trace]
-    elif stage == "views" and _trace_deferrable(ctx):
+    if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
-        p.meta["trace_deferred"] = True
-    for fn in steps:
-        try:
-            fn(ctx)
-        except Exception as exc:  # a bug or an unforeseen layout must not stop the span
-            ctx.error(ctx.out, f"{fn.__name__[6:]}: unexpected error while reading: "
-                      f"{type(exc).__name__}: {exc}")
-    if stage != "trace":
-        _check_any_data(ctx)
-        _finish_meta(ctx)
-    return p
+        ctx.profile.meta.trace_deferred = True
+    return run_steps(ctx, steps)
 
 
 def _check_any_data(ctx: _Ctx) -> None:
@@ -227,27 +142,22 @@ def _check_any_data(ctx: _Ctx) -> None:
     p = ctx.profile
     if any(p.has(t) for t in p.table_names()) or p.errors:
         return
-    dbs = sorted(glob.glob(os.path.join(ctx.out, "*.db")))
+    dbs = sorted(glob.glob(os.path.join(ctx.base, "*.db")))
     if dbs:
         ctx.error(dbs[0], "only SQLite export (export_type=db) found; text export needed")
-    elif not os.path.isdir(ctx.out):
+    elif not os.path.isdir(ctx.base):
         ctx.error(ctx.span.root, f"no {OUTPUT_DIR} directory: the profile was not parsed"
                   " (run torch_npu.profiler.profiler.analyse on it)")
     else:
-        ctx.error(ctx.out, "no readable profiler output files found")
+        ctx.error(ctx.base, "no readable profiler output files found")
 
 
 # --------------------------------------------------------------------------- conversions
 
-def _convert(df: pd.DataFrame, fields, dialect: _Dialect) -> dict:
-    """Columns of `df` picked by header variant and converted; absent columns are omitted."""
-    out = {}
-    for col, variants, conv in fields:
-        src = pick(df, *variants)
-        if src is None:
-            continue
-        out[col] = _conv(df[src], conv, dialect)
-    return out
+def _convert(df: pd.DataFrame, table: C.Table, dialect: _Dialect) -> dict:
+    """The table's columns `df` has, converted; absent columns are omitted."""
+    return {name: _conv(df[header], table[name].kind, dialect)
+            for name, header in C.resolve(df, table).items()}
 
 
 def _conv(s: pd.Series, conv: str, dialect: _Dialect):
@@ -336,51 +246,41 @@ def _read_info(ctx: _Ctx) -> None:
     infos = sorted(glob.glob(os.path.join(ctx.span.root, "profiler_info*.json")))
     for path in infos:
         m = re.match(r"profiler_info_(\d+)\.json$", os.path.basename(path))
-        if m and "rank" not in meta:
-            meta["rank"] = int(m.group(1))
+        if m and meta.rank is None:
+            meta.rank = int(m.group(1))
         if os.path.getsize(path) == 0:
             continue  # early torch_npu wrote empty files as rank markers
-        try:
-            info = read_json_file(path)
-        except InputError as exc:
-            ctx.error(path, str(exc))
-            continue
-        if not isinstance(info, dict):
-            ctx.error(path, "expected a JSON object")
+        info = ctx.json(path)
+        if info is None:
             continue
         rank = _int_or_none(info.get("rank_id"))
-        if rank is not None and rank >= 0 and "rank" not in meta:
-            meta["rank"] = rank
+        if rank is not None and rank >= 0 and meta.rank is None:
+            meta.rank = rank
         config = info.get("config") if isinstance(info.get("config"), dict) else {}
         exp = config.get("experimental_config")
         level = exp.get("_profiler_level") if isinstance(exp, dict) else None
         if level:
-            meta["profiler_level"] = str(level)
+            meta.profiler_level = str(level)
         versions = {k: str(info[k]) for k in ("torch_npu_version", "cann_version", "ms_version")
                     if info.get(k) not in (None, "")}
         if versions:
-            meta.setdefault("versions", {}).update(versions)
+            meta.versions = {**(meta.versions or {}), **versions}
         ws = _int_or_none(info.get("rank_size"))
         if ws and ws > 0:
-            meta["world_size"] = ws
+            meta.world_size = ws
 
 
 def _read_metadata(ctx: _Ctx) -> None:
     path = os.path.join(ctx.span.root, "profiler_metadata.json")
     if not os.path.isfile(path):
         return
-    try:
-        md = read_json_file(path)
-    except InputError as exc:
-        ctx.error(path, str(exc))
-        return
-    if not isinstance(md, dict):
-        ctx.error(path, "expected a JSON object")
+    md = ctx.json(path)
+    if md is None:
         return
     env = md.get("ENV_VARIABLES")
     if isinstance(env, dict):  # for the advisor's environment rule
-        ctx.profile.meta["env_variables"] = {str(k): "" if v is None else str(v)
-                                             for k, v in env.items()}
+        ctx.profile.meta.env_variables = {str(k): "" if v is None else str(v)
+                                          for k, v in env.items()}
     groups = md.get("parallel_group_info")
     if isinstance(groups, dict) and groups:
         sizes = []
@@ -388,14 +288,14 @@ def _read_metadata(ctx: _Ctx) -> None:
             if isinstance(g, dict) and isinstance(g.get("global_ranks"), list):
                 sizes.append(len(g["global_ranks"]))
         if sizes:
-            ctx.profile.meta["world_size"] = max(sizes)
-        ctx.profile.meta["distributed"] = {"parallel_group_info": groups}
+            ctx.profile.meta.world_size = max(sizes)
+        ctx.profile.meta.distributed = {"parallel_group_info": groups}
 
 
 def _finish_meta(ctx: _Ctx) -> None:
     p = ctx.profile
     meta = p.meta
-    if "device_id" not in meta:
+    if meta.device_id is None:
         dev = None
         k = p.table("kernels") if p.has("kernels") else None
         if k is not None and len(k):
@@ -411,9 +311,9 @@ def _finish_meta(ctx: _Ctx) -> None:
             if ids:
                 dev = ids[0]
         if dev is not None:
-            meta["device_id"] = dev
+            meta.device_id = dev
     if p.has("steps"):
-        meta["step_categories"] = list(STEP_CATEGORIES)
+        meta.step_categories = category_names(NPU_STEP_CATEGORIES)
 
 
 def _tracks_device(p: Profile) -> int | None:
@@ -427,39 +327,16 @@ def _tracks_device(p: Profile) -> int | None:
 
 # --------------------------------------------------------------------------- trace
 
-def _find_trace(ctx: _Ctx) -> str | None:
-    for name in ("trace_view.json", "trace_view.json.gz"):
-        p = ctx.path(name)
-        if p:
-            return p
-    return None
-
-
 def _read_trace(ctx: _Ctx) -> None:
-    from .trace_json import read_traces
-
-    path = _find_trace(ctx)
+    path = ctx.path("trace_view.json") or ctx.path("trace_view.json.gz")
     if path is None:
         return
-    args_path = os.path.join(ctx.work_dir, ARGS_FILE) if ctx.work_dir else None
-    try:
-        tt = read_traces([path], args_path=args_path, tmp_dir=ctx.work_dir)
-    except InputError as exc:
-        ctx.error(path, str(exc))
+    tt = read_trace(ctx, [path])
+    if tt is None:
         return
-    for epath, reason in tt.errors:
-        ctx.error(epath, reason)
-    p = ctx.profile
-    if args_path:
-        p.meta["args_file"] = ARGS_FILE
-    else:
-        p.meta["args_table"] = tt.args
-    tracks = _track_table(tt.tracks, tt.slices, tt.counters)
-    p.set("tracks", tracks)
-    p.set("slices", tt.slices)
-    p.set("flows", tt.flows)
-    p.set("counters", tt.counters)
-    ctx.step_windows = _profiler_step_windows(tt.slices, tt.tracks)
+    ctx.set_trace_tables(_track_table(tt.tracks, tt.slices, tt.counters), tt.slices, tt.flows,
+                         tt.counters)
+    ctx.step_windows = profiler_step_windows(tt.slices)
 
 
 def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFrame):
@@ -490,45 +367,24 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
     return t
 
 
-def _profiler_step_windows(slices: pd.DataFrame, tracks: pd.DataFrame) -> pd.DataFrame:
-    """ProfilerStep#N host windows: step, start_ns, end_ns (min start / max end per N)."""
-    empty = pd.DataFrame({"step": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
-                          "end_ns": np.zeros(0, np.int64)})
-    if len(slices) == 0:
-        return empty
-    names = slices["name"]
-    cats = pd.Series(names.cat.categories if hasattr(names, "cat") else names.unique())
-    step_names = cats[cats.astype(str).str.startswith("ProfilerStep#")]
-    if len(step_names) == 0:
-        return empty
-    sel = slices[names.isin(step_names.tolist())]
-    num = pd.to_numeric(sel["name"].astype(str).str.slice(len("ProfilerStep#")), errors="coerce")
-    df = pd.DataFrame({"step": num, "start_ns": sel["start_ns"].to_numpy(),
-                       "end_ns": sel["start_ns"].to_numpy() + sel["dur_ns"].to_numpy()})
-    df = df.dropna(subset=["step"])
-    df["step"] = df["step"].astype(np.int64)
-    return df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
-                                                  end_ns=("end_ns", "max"))
-
-
 # --------------------------------------------------------------------------- kernels
 
 def _read_kernels(ctx: _Ctx) -> None:
-    df = ctx.csv("kernel_details.csv", required=_KERNEL_REQUIRED)
+    df = ctx.csv("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
     if df is None:
         return
-    cols = _convert(df, _FIELDS_KERNELS, ctx.dialect)
+    cols = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
     out = pd.DataFrame(cols)
-    used = {pick(df, *v) for _, v, _ in _FIELDS_KERNELS}
+    used = set(C.resolve(df, C.KERNEL_DETAILS).values())
     extra = {}
     for c in df.columns:
-        if c in used or c in _KERNEL_TEXT_SKIP:
+        if c in used or c in C.KERNEL_TEXT_HEADERS:
             continue
         extra[c] = _float(df[c])
     if extra:
         out = pd.concat([out, pd.DataFrame(extra)], axis=1)
     if "device_id" not in out.columns:
-        dev = ctx.profile.meta.get("device_id")
+        dev = ctx.profile.meta.device_id
         if dev is None:
             dev = _tracks_device(ctx.profile)
         if dev is not None:
@@ -539,42 +395,44 @@ def _read_kernels(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- operators
 
 def _read_operators(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_details.csv", required=("Name",))
+    df = ctx.csv("operator_details.csv", required=C.required(C.OPERATOR_DETAILS))
     if df is None:
         return
-    cols = _convert(df, _FIELDS_OPERATORS, ctx.dialect)
+    cols = _convert(df, C.OPERATOR_DETAILS, ctx.dialect)
     has_durations = "host_total_ns" in cols or "device_total_ns" in cols
     if not has_durations:
-        ctx.profile.meta["operator_durations"] = False
+        ctx.profile.meta.operator_durations = False
     ctx.profile.set("operators", pd.DataFrame(cols), keep_extra=True)
 
 
 # --------------------------------------------------------------------------- steps
 
 def _read_steps(ctx: _Ctx) -> None:
-    df = ctx.csv("step_trace_time.csv", required=_STEP_REQUIRED)
+    df = ctx.csv("step_trace_time.csv", required=C.required(C.STEP_TRACE_TIME))
     if df is None:
         return
-    cols = _convert(df, _FIELDS_STEPS, ctx.dialect)
+    cols = _convert(df, C.STEP_TRACE_TIME, ctx.dialect)
     out = pd.DataFrame(cols)
-    step_col = pick(df, "Step", "Step Id", "Step ID")
+    step_col = C.resolve(df, C.STEP_TRACE_TIME).get("step")
+    # Step ids are exact integers; an empty Step (one whole-run row) is step 0.
     if step_col is not None:
         out["step"] = pd.to_numeric(df[step_col], errors="coerce").fillna(0).astype(np.int64)
     else:
         out["step"] = np.zeros(len(out), np.int64)
     # One span = one device; if the file holds several, keep the span's device (or the first).
     if "device_id" in out.columns and out["device_id"].nunique() > 1:
-        want = ctx.profile.meta.get("device_id")
+        want = ctx.profile.meta.device_id
         devs = out["device_id"].dropna().unique()
         if want is None or want not in set(devs.tolist()):
             want = int(sorted(devs.tolist())[0])
         out = out[out["device_id"] == want].reset_index(drop=True)
-    for c in ("bd_computing", "bd_communication_not_overlapped", "bd_overlapped", "bd_free"):
+    breakdown = [c.column for c in NPU_STEP_CATEGORIES]
+    for c in breakdown:
         if c not in out.columns:
             out[c] = np.zeros(len(out), np.int64)
     out["total_ns"] = (out["bd_computing"] + out["bd_communication_not_overlapped"]
                        + out["bd_free"])
-    win = getattr(ctx, "step_windows", None)
+    win = ctx.step_windows
     if win is not None and len(win):
         if (out["step"] == 0).all() and not (win["step"] == 0).any():
             # One whole-run row (MindSpore, or no steps): the window covering all steps.
@@ -583,8 +441,7 @@ def _read_steps(ctx: _Ctx) -> None:
         m = out[["step"]].merge(win, on="step", how="left")
         out["start_ns"] = m["start_ns"].fillna(0).astype(np.int64).to_numpy()
         out["end_ns"] = m["end_ns"].fillna(0).astype(np.int64).to_numpy()
-    order = ["step", "start_ns", "end_ns", "total_ns", "bd_computing",
-             "bd_communication_not_overlapped", "bd_overlapped", "bd_free"]
+    order = ["step", "start_ns", "end_ns", "total_ns", *breakdown]
     out = out[[c for c in order if c in out.columns]
               + [c for c in out.columns if c not in order]]
     out = out.sort_values("step", kind="stable").reset_index(drop=True)
@@ -601,20 +458,20 @@ def _device_text(s: pd.Series) -> pd.Series:
 
 
 def _read_memory_records(ctx: _Ctx) -> None:
-    df = ctx.csv("memory_record.csv", required=("Component", "Timestamp(us)"))
+    df = ctx.csv("memory_record.csv", required=C.required(C.MEMORY_RECORD))
     if df is None:
         return
-    out = pd.DataFrame(_convert(df, _FIELDS_MEMORY, ctx.dialect))
+    out = pd.DataFrame(_convert(df, C.MEMORY_RECORD, ctx.dialect))
     if "device" in out.columns:
         out["device"] = _device_text(out["device"])
     ctx.profile.set("memory_records", out)
 
 
 def _read_memory_allocations(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_memory.csv", required=("Name", "Size(KB)", "Allocation Time(us)"))
+    df = ctx.csv("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
     if df is None:
         return
-    out = pd.DataFrame(_convert(df, _FIELDS_OP_MEMORY, ctx.dialect))
+    out = pd.DataFrame(_convert(df, C.OPERATOR_MEMORY, ctx.dialect))
     if "release_ns" not in out.columns:
         out["release_ns"] = np.full(len(out), -1, np.int64)
     if "duration_ns" not in out.columns:
@@ -629,31 +486,27 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
 
 
 def _read_module_memory(ctx: _Ctx) -> None:
-    df = ctx.csv("npu_module_mem.csv", required=("Component", "Timestamp(us)"))
+    df = ctx.csv("npu_module_mem.csv", required=C.required(C.NPU_MODULE_MEM))
     if df is None:
         return
-    reserved = None
-    for header, factor in _MODULE_RESERVED:
-        c = pick(df, header)
-        if c is not None:
-            v = _float(df[c])
-            reserved = np.where(v < 0, np.nan, v * factor)  # -1: only a release was captured
-            break
-    if reserved is None:
-        ctx.error(ctx.path("npu_module_mem.csv"),
-                  "missing required column Total Reserved(MB) or Total Reserved(KB)")
+    cols = C.resolve(df, C.NPU_MODULE_MEM)
+    if "reserved_mb" in cols:
+        reserved = _float(df[cols["reserved_mb"]])
+    elif "reserved_kb" in cols:
+        reserved = _float(df[cols["reserved_kb"]]) / 1024.0
+    else:
+        either = " or ".join(C.NPU_MODULE_MEM[n].headers[0] for n in ("reserved_mb", "reserved_kb"))
+        ctx.error(ctx.path("npu_module_mem.csv"), f"missing required column {either}")
         return
-    dev_col = pick(df, "Device")
-    if dev_col is not None:
-        device = _device_text(df[dev_col])
-    elif pick(df, "Device_id") is not None:
-        device = _device_text(df[pick(df, "Device_id")])
+    reserved = np.where(reserved < 0, np.nan, reserved)  # -1: only a release was captured
+    if "device" in cols:
+        device = _device_text(df[cols["device"]])
     else:
         device = pd.Series([""] * len(df), dtype="string")
     out = pd.DataFrame({
-        "component": df[pick(df, "Component")].astype("string").fillna(""),
+        "component": df[cols["component"]].astype("string").fillna(""),
         "device": device,
-        "ts_ns": _us_ns(df[pick(df, "Timestamp(us)")]),
+        "ts_ns": _us_ns(df[cols["ts_ns"]]),
         "reserved_mb": reserved,
     })
     ctx.profile.set("module_memory", out)
@@ -661,19 +514,9 @@ def _read_module_memory(ctx: _Ctx) -> None:
 
 # --------------------------------------------------------------------------- communication
 
-def _load_json(ctx: _Ctx, name: str):
+def _load_json(ctx: _Ctx, name: str) -> dict | None:
     p = ctx.path(name)
-    if p is None:
-        return None, None
-    try:
-        doc = read_json_file(p)
-    except InputError as exc:
-        ctx.error(p, str(exc))
-        return None, p
-    if not isinstance(doc, dict):
-        ctx.error(p, "expected a JSON object")
-        return None, p
-    return doc, p
+    return None if p is None else ctx.json(p)
 
 
 def _step_sections(doc: dict):
@@ -697,7 +540,7 @@ def _op_kind(name: str) -> str:
 
 
 def _read_communication(ctx: _Ctx) -> None:
-    doc, path = _load_json(ctx, "communication.json")
+    doc = _load_json(ctx, "communication.json")
     if doc is None:
         return
     rows = []
@@ -752,7 +595,7 @@ def _transit_size(bw: dict) -> float:
 
 
 def _read_communication_matrix(ctx: _Ctx) -> None:
-    doc, path = _load_json(ctx, "communication_matrix.json")
+    doc = _load_json(ctx, "communication_matrix.json")
     if doc is None:
         return
     rows = []

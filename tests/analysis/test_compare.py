@@ -103,3 +103,10 @@ def test_empty_profiles():
     assert len(df) == 0
     out = compare.steps(Profile(), Profile())
     assert out["rows"][0]["base_us"] is None and out["rows"][0]["delta_us"] is None
+
+
+def test_step_comparison_labels_every_category():
+    base, exp = npu(), npu()
+    labels = compare.steps(base, exp)["category_labels"]
+    assert labels["communication_not_overlapped"] == "Communication (not overlapped)"
+    assert set(labels) == {"computing", "communication_not_overlapped", "overlapped", "free"}

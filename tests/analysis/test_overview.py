@@ -80,3 +80,14 @@ def test_empty_profile():
     assert out["step_count"] == 0 and out["avg_step_us"] is None
     assert out["avg_breakdown_us"] == {}
     json.dumps(out, allow_nan=False)
+
+
+def test_summary_labels_each_category():
+    out = overview.summary(_profile())
+    assert out["category_labels"] == {
+        "computing": "Computing", "communication_not_overlapped": "Communication (not overlapped)",
+        "overlapped": "Overlapped", "free": "Free"}
+    p = _profile()
+    p.meta["step_categories"] = ["cpu_exec", "my_part"]
+    assert overview.summary(p)["category_labels"] == {"cpu_exec": "CPU Exec",
+                                                      "my_part": "My part"}

@@ -41,7 +41,7 @@ def test_cann63_per_iteration_timelines():
     assert (k["core_type"] == "AI_CORE").sum() == 1370
     assert set(k["stream_id"].dropna()) == {2, 3, 4, 10, 12, 13}
     # ~490 hardware tasks per iteration (docs/formats.md §3.2)
-    windows = p.meta["step_windows"]
+    windows = p.table("step_windows")[["step", "start_ns", "end_ns"]].to_numpy().tolist()
     assert [w[0] for w in windows] == list(range(1, 11))
     starts = k["start_ns"].to_numpy()
     per_iter = [((starts >= s) & (starts < e)).sum() for _, s, e in windows]
@@ -55,7 +55,7 @@ def test_cann63_per_iteration_timelines():
     assert kinds["CANN/Thread 16027"] == "cann"
     cann = tracks[tracks["kind"] == "cann"]
     assert cann["device_id"].isna().all()
-    # Overlap Analysis present -> steps left to analysis, windows exported in meta.
+    # Overlap Analysis present -> steps left to analysis, windows exported as a table.
     assert not p.has("steps")
     # first iteration window = the `Iteration 1` slice (monotonic µs, exact ns)
     assert windows[0][1] == 56635864652490 and windows[0][2] == 56635912240300
@@ -300,4 +300,4 @@ def test_generated_msprof(tmp_path):
     if p.has("steps"):
         assert len(p.table("steps")) == len(run.steps)
     else:
-        assert len(p.meta["step_windows"]) == len(run.steps)
+        assert len(p.table("step_windows")) == len(run.steps)

@@ -50,7 +50,7 @@ def _views_by_opening_profiles(loader, run):
         found.add("advisor")
         for v, tabs in table_views:
             if tabs is not None and any(prof.rows.get(t, 0) > 0 for t in tabs) or (
-                    v == "trace" and prof.meta.get("trace_file")):
+                    v == "trace" and prof.meta.trace_deferred):
                 found.add(v)
     return [v for v, _ in table_views if v in found]
 
