@@ -376,7 +376,8 @@ class Loader:
         states = self.span_states(run)
         total = len(states)
         done = [s for s in states if s.state in ("ready", "error")]
-        errors: list[dict] = []
+        found = self.run(run)
+        errors: list[dict] = list(found.errors) if found is not None else []
         ready = 0
         for st in states:
             if st.state == "error":
@@ -395,7 +396,7 @@ class Loader:
                                    "message": st.trace_error or ""})
         if total and len(done) < total:
             state = "loading"
-        elif total and ready == 0:
+        elif total and ready == 0 or not total and errors:
             state = "error"
         else:
             state = "ready"

@@ -25,7 +25,21 @@ class ReadContext:
     def path(self, name: str) -> str | None:
         p = os.path.join(self.base, name)
         # A dangling symlink or unreadable entry is returned too, so reading it reports why.
-        return p if os.path.lexists(p) and not os.path.isdir(p) else None
+        if not os.path.lexists(p) or os.path.isdir(p):
+            return None
+        return p if self.readable(p) else None
+
+    def readable(self, path: str) -> bool:
+        """Whether `path` may be read: inside the logdir (see `discovery.inside_logdir`);
+        a symlink out of it is reported once as this file's error and not read."""
+        from ..discovery import EXTERNAL_SYMLINK, inside_logdir
+
+        if inside_logdir(path, self.span.logdir):
+            return True
+        rel = self.span.rel(path)
+        if not any(e.path == rel and e.message == EXTERNAL_SYMLINK for e in self.profile.errors):
+            self.error(path, EXTERNAL_SYMLINK)
+        return False
 
     def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
         """Read a CSV under `base`; None if absent or unusable (the reason is recorded)."""
@@ -41,6 +55,8 @@ class ReadContext:
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def read_csv_file(self, path: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        if not self.readable(path):
+            return None
         rel = self.span.rel(path)
         try:
             df, warnings = read_csv(path, rel, required=required)

@@ -148,6 +148,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     if layout == "device_summary" and traces and _ITER.search(os.path.basename(traces[0])):
         traces = sorted(traces, key=lambda p: _natural(os.path.basename(p)))
         profile.meta["layout"] = "device_timeline_per_iteration"
+    traces = [p for p in traces if ctx.readable(p)]
     tt = None
     if traces:
         args_path = os.path.join(work_dir, ARGS_FILE) if work_dir else None
