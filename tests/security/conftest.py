@@ -73,8 +73,9 @@ def hostile(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tb(hostile):
-    server = TensorBoard(hostile[0]).start()
+    server = TensorBoard(hostile[0])
     try:
+        server.start()  # stopped below even when it never answers
         server.wait_loaded()
         yield server
     finally:
