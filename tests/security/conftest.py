@@ -3,6 +3,7 @@
 The logdir (under a temporary folder, next to an `outside/` folder that must never be read):
 - `plain/`       a kineto run whose operator and kernel names start with = + - @ tab CR
 - `longname/`    a kineto run with a 30-letter `aaa…a!` operator name (regex backtracking)
+- `wide/`        a kineto run with more distinct operators than one table page holds
 - `torch/`       a torch_npu span whose trace_view.json is a symlink to outside/secret.txt
 - `extrun`       a symlink to a run directory outside the logdir
 - `kinlink/`     a kineto trace file that is a symlink to a trace outside the logdir
@@ -22,6 +23,7 @@ from tests.tb_server import FIXTURES, TensorBoard
 SECRET = "SECRET-7f3a9c-must-never-be-served"
 SECRET_OP = "secret_op_7f3a9c"
 LONG_NAME = "a" * 30 + "!"
+WIDE_OPS = 10_050
 FORMULA_OPS = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
                "\tTabbed", "\rReturned", "aten::mm"]
 FORMULA_KERNELS = ["=k_gemm", "plain_kernel", "-k_neg"]
@@ -49,6 +51,8 @@ def build_logdir(top: str) -> tuple[str, str]:
                  FORMULA_KERNELS)
     write_kineto(os.path.join(logdir, "longname"), "w.1.pt.trace.json",
                  [LONG_NAME, "aten::add"], ["k"])
+    write_kineto(os.path.join(logdir, "wide"), "w.1.pt.trace.json",
+                 [f"op_{i}" for i in range(WIDE_OPS)], [])
     span = os.path.join(logdir, "torch", os.path.basename(LEVEL1_SPAN))
     shutil.copytree(LEVEL1_SPAN, span)
     trace = os.path.join(span, "ASCEND_PROFILER_OUTPUT", "trace_view.json")

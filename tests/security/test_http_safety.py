@@ -16,7 +16,7 @@ import pytest
 
 from tb_plugin.plugin import ROUTES
 from tests.security.conftest import (BAD_RUN_NAME, BAD_WORKER_NAME, FORMULA_KERNELS,
-                                     FORMULA_OPS, LONG_NAME, SECRET, SECRET_OP)
+                                     FORMULA_OPS, LONG_NAME, SECRET, SECRET_OP, WIDE_OPS)
 from tests.tb_server import PLUGIN
 
 pytestmark = pytest.mark.e2e
@@ -281,7 +281,7 @@ def test_static_files_stay_inside_static(tb, path):
 # ---- response sizes -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("route, params", [
-    ("/kernels", {"limit": "1000000"}), ("/operators", {"limit": "10001"}),
+    ("/kernels", {"limit": "1000000"}), ("/operators", {"limit": "100001"}),
     ("/memory/allocations", {"limit": "99999999"}), ("/trace/search", {"q": "a", "limit": "5000"}),
     ("/trace/viewport", {"start_us": "0", "end_us": "1", "width_px": "100000"}),
     ("/trace/counters", {"width_px": "10000000"}), ("/trace/summary",
@@ -291,6 +291,15 @@ def test_static_files_stay_inside_static(tb, path):
 def test_huge_pages_are_refused(tb, route, params):
     status, _, body = api(tb, route, q(run="plain", **params))
     assert status in (400, 413), (route, status, body[:200])
+
+
+def test_table_pages_are_capped(tb):
+    # The largest accepted limit still gives one bounded page.
+    status, _, body = api(tb, "/operators", q(run="wide", limit=100000))
+    assert status == 200
+    page = json.loads(body)
+    assert page["total_rows"] == WIDE_OPS
+    assert len(page["rows"]) == 10000 < WIDE_OPS
 
 
 # ---- CSV exports --------------------------------------------------------------------------
