@@ -6,6 +6,7 @@ import os
 
 import pandas as pd
 
+from ..discovery import EXTERNAL_SYMLINK, inside_logdir
 from ..model import FileError, Profile
 from . import SpanSource
 from .tolerant import InputError, read_csv
@@ -32,8 +33,6 @@ class ReadContext:
     def readable(self, path: str) -> bool:
         """Whether `path` may be read: inside the logdir (see `discovery.inside_logdir`);
         a symlink out of it is reported once as this file's error and not read."""
-        from ..discovery import EXTERNAL_SYMLINK, inside_logdir
-
         if inside_logdir(path, self.span.logdir):
             return True
         rel = self.span.rel(path)
