@@ -33,8 +33,8 @@ class ReadContext:
     def readable(self, path: str) -> bool:
         """Whether `path` may be read: inside the logdir (see `discovery.inside_logdir`);
         a symlink out of it is reported once as this file's error and not read."""
-        if inside_logdir(path, self.span.logdir):
-            return True
+        if inside_logdir(path, self.span.logdir) or not os.path.exists(path):
+            return True  # (a dangling link: reading it reports that the file is missing)
         rel = self.span.rel(path)
         if not any(e.path == rel and e.message == EXTERNAL_SYMLINK for e in self.profile.errors):
             self.error(path, EXTERNAL_SYMLINK)
