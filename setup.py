@@ -28,6 +28,7 @@ setup(
         "numpy>=1.23",
         "pyarrow>=14",
         "msgspec>=0.18",
+        "regex>=2023.0",  # trace search: time-limited regular expressions
     ],
     extras_require={
         "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9"],

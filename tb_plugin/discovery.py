@@ -16,6 +16,13 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
 
 Worker naming: a torch_npu/MindSpore span with `profiler_info_{rank}.json` is worker
 `rank{rank}`; otherwise the worker is the name part before the timestamp.
+
+Safety: nothing outside the logdir is read. A symlink whose target resolves outside it is
+not followed (its run gets an error saying so) unless the user opts in with
+`NPU_PROFILER_FOLLOW_EXTERNAL_SYMLINKS=1`; `inside_logdir` is the one check every later
+open of a path from data or parameters repeats. File names that are not valid UTF-8 (the
+OS hands them over surrogate-escaped) give run/worker/span names with `\\xNN` escapes
+(`printable`), so every name the API returns is valid text and addresses the same thing.
 """
 from __future__ import annotations
 
@@ -54,6 +61,48 @@ LEGACY_MS_MARKERS = [
 MAX_DIRS = 200_000
 MAX_DEPTH = 32
 
+FOLLOW_EXTERNAL_SYMLINKS_ENV = "NPU_PROFILER_FOLLOW_EXTERNAL_SYMLINKS"
+EXTERNAL_SYMLINK = (f"symlink to a target outside the logdir, not followed"
+                    f" (set {FOLLOW_EXTERNAL_SYMLINKS_ENV}=1 to follow such links)")
+
+
+def follow_external_symlinks() -> bool:
+    """The user's opt-in to reading symlinked runs whose targets are outside the logdir."""
+    return os.environ.get(FOLLOW_EXTERNAL_SYMLINKS_ENV, "") == "1"
+
+
+def inside_logdir(path: str, logdir: str) -> bool:
+    """Whether `path` may be read as part of `logdir`: it is under the logdir by name (no
+    `..` out of it), and, unless the user opted in to following symlinks out of the logdir,
+    also with every symlink resolved."""
+    root = os.path.abspath(logdir)
+    full = os.path.abspath(path)
+    if not _is_under(full, root):
+        return False
+    if follow_external_symlinks():
+        return True
+    return _is_under(os.path.realpath(full), os.path.realpath(root))
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def printable(name: str) -> str:
+    """`name` as valid Unicode text: bytes of a file name that are not UTF-8 (which Python
+    surrogate-escapes) become `\\xNN`, other lone surrogates `\\uNNNN`."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 
 @dataclasses.dataclass
@@ -73,6 +122,9 @@ class Run:
     name: str
     path: str
     workers: dict[str, Worker] = dataclasses.field(default_factory=dict)
+    # What discovery skipped in this run and why: [{"path", "message"}], paths relative to
+    # the logdir (the shape of a reader's FileError, so /runs lists both alike).
+    errors: list[dict] = dataclasses.field(default_factory=list)
 
     def spans(self) -> list[SpanSource]:
         return [w.spans[s] for w in self.workers.values() for s in w.sorted_spans()]
@@ -138,8 +190,9 @@ class _Walker:
                     stack.append((os.path.join(path, d), depth + 1))
 
 
-def _list_files(root: str, limit: int = 20000) -> list[str]:
-    """Every regular file under root (bounded), for the cache key."""
+def _list_files(root: str, logdir: str, limit: int = 20000) -> list[str]:
+    """Every regular file under root (bounded), for the cache key. Symlinks out of the
+    logdir are left out (a reader that looks for such a file reports it)."""
     out = []
     seen = set()
     framework = _is_framework_span(root)
@@ -155,12 +208,43 @@ def _list_files(root: str, limit: int = 20000) -> list[str]:
         # Raw CANN data under a torch_npu span is not read; skip it (it can be huge).
         dirnames[:] = [d for d in dirnames
                        if not (framework and PROF_DIR.match(d))
-                       and d not in SKIPPED_SUBDIRS]
+                       and d not in SKIPPED_SUBDIRS
+                       and _followable(os.path.join(dirpath, d), logdir)]
         for f in filenames:
-            out.append(os.path.join(dirpath, f))
+            full = os.path.join(dirpath, f)
+            if not _followable(full, logdir):
+                continue
+            out.append(full)
             if len(out) >= limit:
                 return sorted(out)
     return sorted(out)
+
+
+def _followable(path: str, logdir: str) -> bool:
+    """False for a symlink whose target is outside the logdir (only links need the check:
+    discovery only goes into directories that are inside)."""
+    return not os.path.islink(path) or inside_logdir(path, logdir)
+
+
+def _span_like(name: str) -> bool:
+    """Whether a directory name is a span of some producer (its run is the parent dir)."""
+    return (any(name.endswith(suffix) for suffix in SPAN_DIR_RULES)
+            or bool(PROF_DIR.match(name)) or bool(LEGACY_MS_DIR.match(name)))
+
+
+def _skip_external(logdir: str, parent: str, name: str, is_dir: bool,
+                   runs: dict[str, "Run"], notes: list[str]) -> None:
+    """Record a symlink out of the logdir that is not followed: in the run it would have
+    belonged to (a span's run is its parent, any other directory is a run of its own)."""
+    full = os.path.join(parent, name)
+    run_path = full if is_dir and not _span_like(name) else parent
+    rel = _rel(full, logdir)
+    _run_for(logdir, run_path, runs).errors.append({"path": rel, "message": EXTERNAL_SYMLINK})
+    notes.append(f"{rel}: {EXTERNAL_SYMLINK}")
+
+
+def _rel(path: str, logdir: str) -> str:
+    return printable(os.path.relpath(path, logdir).replace(os.sep, "/"))
 
 
 def _is_framework_span(root: str) -> bool:
@@ -182,6 +266,9 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
         descend = []
         for d in dirs:
             full = os.path.join(path, d)
+            if not _followable(full, logdir):
+                _skip_external(logdir, path, d, True, runs, walker.notes)
+                continue
             if _add_framework_span(logdir, path, d, full, runs):
                 continue
             if PROF_DIR.match(d):
@@ -192,7 +279,9 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
             descend.append(d)
         for f in files:
             m = KINETO_FILE.match(f) or KINETO_FILE_LOOSE.match(f)
-            if m:
+            if m and not _followable(os.path.join(path, f), logdir):
+                _skip_external(logdir, path, f, False, runs, walker.notes)
+            elif m:
                 _add_kineto(logdir, path, f, m, runs)
         try:
             item = gen.send(descend)
@@ -202,10 +291,7 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
 
 
 def _run_for(logdir: str, run_path: str, runs: dict[str, Run]) -> Run:
-    name = os.path.relpath(run_path, logdir)
-    if name == ".":
-        name = "."
-    name = name.replace(os.sep, "/")
+    name = _rel(run_path, logdir)
     run = runs.get(name)
     if run is None:
         run = runs[name] = Run(name=name, path=run_path)
@@ -227,22 +313,27 @@ def _add_framework_span(logdir, parent, d, full, runs) -> bool:
         if not os.path.isdir(out):
             # A span whose analysis did not run yet (raw data only): not a profile.
             return True
+        if not _followable(out, logdir):
+            rel = _rel(out, logdir)
+            _run_for(logdir, parent, runs).errors.append(
+                {"path": rel, "message": EXTERNAL_SYMLINK})
+            return True
         rank = None
         for n in names:
             pm = PROFILER_INFO.match(n)
             if pm and pm.group("rank") is not None:
                 rank = int(pm.group("rank"))
-        worker_name = f"rank{rank}" if rank is not None else m.group("worker")
+        worker_name = f"rank{rank}" if rank is not None else printable(m.group("worker"))
         run = _run_for(logdir, parent, runs)
         w = run.workers.get(worker_name)
         if w is None:
             w = run.workers[worker_name] = Worker(worker_name, producer, rank, "npu")
         span = m.group("span")
         if span in w.spans:  # same timestamp twice (different pid): keep both, disambiguate
-            span = f"{span}-{m.group('worker')}"
+            span = printable(f"{span}-{m.group('worker')}")
         w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=worker_name, span=span,
-                                   producer=producer, root=full, files=tuple(_list_files(full)),
-                                   rank=rank)
+                                   producer=producer, root=full,
+                                   files=tuple(_list_files(full, logdir)), rank=rank)
         return True
     return False
 
@@ -266,7 +357,7 @@ def _add_msprof(logdir, parent, d, full, runs) -> None:
     if not usable:
         return
     run = _run_for(logdir, parent, runs)
-    files = tuple(_list_files(full))
+    files = tuple(_list_files(full, logdir))
     for dev in usable:
         name = f"device{dev}"
         w = run.workers.get(name)
@@ -307,7 +398,8 @@ def _legacy_rank(path: str) -> int | None:
 def _add_mindspore_legacy(logdir, parent, full, runs) -> bool:
     """A MindInsight-era `profiler*` dir: one span per device id; True if it is one."""
     try:
-        names = sorted(e.name for e in os.scandir(full) if e.is_file(follow_symlinks=True))
+        names = sorted(e.name for e in os.scandir(full) if e.is_file(follow_symlinks=True)
+                       and _followable(e.path, logdir))
     except OSError:
         return False
     ids = _legacy_ids(names)
@@ -328,7 +420,7 @@ def _add_mindspore_legacy(logdir, parent, full, runs) -> bool:
             w = run.workers[name] = Worker(name, "mindspore_legacy", rank, "npu")
         span = "default"
         if span in w.spans:  # two profiler* dirs in one run
-            span = os.path.basename(full)
+            span = printable(os.path.basename(full))
         w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=name, span=span,
                                    producer="mindspore_legacy", root=full, files=files,
                                    rank=rank, device_id=int(dev))
@@ -337,13 +429,13 @@ def _add_mindspore_legacy(logdir, parent, full, runs) -> bool:
 
 def _add_kineto(logdir, parent, f, m, runs) -> None:
     run = _run_for(logdir, parent, runs)
-    worker = m.group("worker")
+    worker = printable(m.group("worker"))
     w = run.workers.get(worker)
     if w is None:
         w = run.workers[worker] = Worker(worker, "kineto", None, "gpu")
     span = m.group("span") or "default"
     if span in w.spans:
-        span = f"{span}-{f}"
+        span = printable(f"{span}-{f}")
     full = os.path.join(parent, f)
     w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=worker, span=span,
                                producer="kineto", root=full, files=(full,))

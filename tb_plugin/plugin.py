@@ -25,6 +25,16 @@ for _module in views.route_modules():
     ROUTES.update(_module.ROUTES)
 
 
+# Read-only: a HEAD is answered like a GET without the body (werkzeug drops it).
+ALLOWED_METHODS = ("GET", "HEAD")
+
+
+def _method_not_allowed():
+    resp = error_response(ApiError(405, "only GET and HEAD are supported"))
+    resp.headers["Allow"] = ", ".join(ALLOWED_METHODS)
+    return resp
+
+
 class NpuProfilerPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -56,8 +66,8 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
 
         @wrappers.Request.application
         def app(request):
-            if request.method != "GET":
-                return error_response(ApiError(405, "only GET is supported"))
+            if request.method not in ALLOWED_METHODS:
+                return _method_not_allowed()
             try:
                 return handler(request, loader)
             except ApiError as err:
@@ -70,6 +80,8 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _static(self, request):
+        if request.method not in ALLOWED_METHODS:
+            return _method_not_allowed()
         # Only files inside static/, by a normalized relative path.
         marker = f"/plugin/{PLUGIN_NAME}/"
         path = request.path

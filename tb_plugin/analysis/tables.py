@@ -18,7 +18,8 @@ Definitions:
   `total_rows` counts rows after the search, before paging. `paginate=False` (CSV export)
   returns every filtered, sorted row; the HTTP layer writes at most MAX_CSV_ROWS of them.
 - CSV: UTF-8 text, header row, numbers at full precision (shortest round-trip repr), missing
-  values empty, RFC 4180 quoting (commas, quotes, newlines). Text cells starting with
+  values empty, RFC 4180 records: CRLF line ends, and cells holding a comma, quote, CR or LF
+  quoted (with "\n" line ends a lone CR inside a name would be left bare and split the row). Text cells starting with
   = + - @ (or tab / carriage return) get a leading single quote so spreadsheets do not run
   them as formulas ("CSV injection"); numeric columns are never altered, so -1.5 stays -1.5.
 - JSON records: NaN / ±inf / NA -> null, numpy scalars -> Python int / float / bool / str.
@@ -165,7 +166,7 @@ def to_csv(df: pd.DataFrame) -> str:
         out[col] = _defuse(s) if _is_text(s) and not pd.api.types.is_bool_dtype(s.dtype) else s
     safe = pd.DataFrame(out, index=df.index)
     buf = io.StringIO()
-    safe.to_csv(buf, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    safe.to_csv(buf, index=False, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
     return buf.getvalue()
 
 

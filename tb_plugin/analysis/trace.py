@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 
 import numpy as np
 import pandas as pd
+import regex as timed_re  # like `re`, but a match can be given a time limit and runs
+                          # without the GIL, so one slow pattern cannot stall the server
 
 from ..lru import LRU
 from ..model import Profile
@@ -26,6 +29,71 @@ RUN_PX = 24             # a merged block never spans more than this many pixels
 US = 1000.0
 SEARCHES_KEPT = 16      # result sets of recent searches, per index
 INDEXES_KEPT = 8        # open timeline indexes (a few profiles' views in memory)
+
+# Regular-expression search (over the distinct names, never per slice): the whole search
+# may take this long; a pattern that backtracks exponentially, such as (a|a)*$ on a long
+# name, is stopped and refused instead of holding a server thread.
+REGEX_SECONDS = 1.0
+# `regex` expands counted repeats when compiling, so a{4294967294} or (a{1000}){1000}
+# would take gigabytes: a pattern may stand for at most this many atoms once expanded.
+MAX_REGEX_SIZE = 100_000
+_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+class SearchTimeout(Exception):
+    """A regular-expression search ran out of time (the message says why)."""
+
+
+def compile_search(pattern: str):
+    """`pattern` as a case-insensitive compiled expression (Python `re` syntax);
+    ValueError naming the reason when it is not a valid one or too large."""
+    size = _expanded_size(pattern)
+    if size > MAX_REGEX_SIZE:
+        raise ValueError(f"the pattern's counted repeats ({{n}}) expand to more than"
+                         f" {MAX_REGEX_SIZE} items")
+    try:
+        return timed_re.compile(pattern, timed_re.IGNORECASE | timed_re.VERSION0)
+    except (timed_re.error, OverflowError, RecursionError, MemoryError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _expanded_size(pattern: str) -> int:
+    """How many atoms `pattern` has with every counted repeat written out (an upper bound:
+    alternatives are added up), stopping once past MAX_REGEX_SIZE."""
+    stack = [[0, 0]]  # per open group: [size so far, size of its last atom]
+    i, n = 0, len(pattern)
+    while i < n and stack[0][0] <= MAX_REGEX_SIZE:
+        c, top = pattern[i], stack[-1]
+        atom, step = 1, 1
+        if c == "\\":
+            step = 2
+        elif c == "[":  # a class is one atom; skip to its closing bracket
+            j = i + 1
+            j += pattern.startswith("^", j)
+            j += pattern.startswith("]", j)
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            step = j + 1 - i
+        elif c == "(":
+            stack.append([0, 0])
+            i += 1
+            continue
+        elif c == ")" and len(stack) > 1:
+            atom = stack.pop()[0]
+            top = stack[-1]
+        elif c == "{" and (m := _COUNT.match(pattern, i)):
+            count = max(int(m.group(1)), int(m.group(2) or 0))
+            top[0] += top[1] * (count - 1)
+            top[1] *= count
+            i = m.end()
+            continue
+        top[0] += atom
+        top[1] = atom
+        i += step
+    while len(stack) > 1:  # unbalanced: compiling reports it
+        inner = stack.pop()[0]
+        stack[-1][0] += inner
+    return stack[0][0]
 
 
 class TraceIndex:
@@ -375,13 +443,18 @@ class TraceIndex:
                max_dur: int | None, track: int | None) -> np.ndarray:
         key = (q, regex, cat, min_dur, max_dur, track)
         cached = self._search_cache.get(key)
+        if isinstance(cached, SearchTimeout):  # asked again: refuse at once
+            raise cached
         if cached is not None:
             return cached
         mask = None
         if q:
             if regex:
-                rx = re.compile(q, re.IGNORECASE)
-                codes = [i for i, nm in enumerate(self.names) if rx.search(nm)]
+                try:
+                    codes = self._regex_codes(q)
+                except SearchTimeout as exc:
+                    self._search_cache.put(key, exc)
+                    raise
             else:
                 ql = q.lower()
                 codes = [i for i, nm in enumerate(self.names) if ql in nm.lower()]
@@ -407,6 +480,25 @@ class TraceIndex:
         hits = hits[np.argsort(self.start[hits], kind="stable")]
         self._search_cache.put(key, hits)
         return hits
+
+    def _regex_codes(self, q: str) -> list[int]:
+        """Codes of the names `q` matches, within REGEX_SECONDS for all names together."""
+        rx = compile_search(q)
+        deadline = time.monotonic() + REGEX_SECONDS
+        codes = []
+        for i, nm in enumerate(self.names):
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                if rx.search(nm, timeout=left, concurrent=True):
+                    codes.append(i)
+            except TimeoutError:
+                raise SearchTimeout(
+                    f"the regular expression took more than {REGEX_SECONDS:g} s over"
+                    f" {len(self.names)} distinct names; simplify it (nested repeats such as"
+                    f" (a+)+ or (a|a)* backtrack exponentially)") from None
+        return codes
 
     # ---- counters -----------------------------------------------------------------------
     def counters(self, t0: int, t1: int, width_px: int, track_ids=None) -> dict:

@@ -14,6 +14,7 @@ import re
 
 import pandas as pd
 
+from .. import discovery
 from ..analysis import kernels as kernels_view
 from ..analysis import memory as memory_view
 from ..analysis import operators as operators_view
@@ -168,6 +169,8 @@ def trace_download(request, loader: Loader):
     path = trace_file(loader, request.args)
     if path is None or not os.path.isfile(path):
         raise ApiError(404, "this profile has no trace file")
+    if not discovery.inside_logdir(path, loader.logdir):  # e.g. replaced by a symlink since
+        raise ApiError(404, "this profile's trace file is outside the logdir")
     name = os.path.basename(path)
     ctype = "application/gzip" if name.endswith(".gz") else "application/json"
     return file_response(request.environ, path, name, ctype)

@@ -10,12 +10,15 @@ import numpy as np
 from werkzeug.wrappers import Response
 from werkzeug.wsgi import wrap_file
 
+from ..discovery import printable
+
 # Security headers on every response: nothing from data may run as script or be sniffed.
 _HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
 MAX_JSON_BYTES = 32 << 20
+MAX_CSV_BYTES = 512 << 20
 
 
 class ApiError(Exception):
@@ -40,11 +43,15 @@ def _default(o):
 
 
 def _clean(o):
-    """NaN/inf -> null recursively (json would write invalid NaN tokens)."""
+    """NaN/inf -> null recursively (json would write invalid NaN tokens); text that is not
+    valid Unicode (file names with non-UTF-8 bytes, lone surrogates from data) -> escaped,
+    so it can never make encoding the answer fail."""
+    if isinstance(o, str):
+        return printable(o)
     if isinstance(o, float):
         return None if math.isnan(o) or math.isinf(o) else o
     if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
+        return {printable(k) if isinstance(k, str) else k: _clean(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [_clean(v) for v in o]
     return o
@@ -78,9 +85,12 @@ _FILENAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def csv_response(text: str, filename: str) -> Response:
+    body = printable(text).encode("utf-8")
+    if len(body) > MAX_CSV_BYTES:
+        return error_response(ApiError(413, "CSV export too large; narrow the table (search)"))
     h = dict(_HEADERS)
     h["Content-Disposition"] = f'attachment; filename="{_FILENAME_SAFE.sub("_", filename)}"'
-    return Response(text, status=200, content_type="text/csv; charset=utf-8", headers=h)
+    return Response(body, status=200, content_type="text/csv; charset=utf-8", headers=h)
 
 
 def file_response(environ, path: str, download_name: str, content_type: str) -> Response:

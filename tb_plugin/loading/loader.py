@@ -170,7 +170,8 @@ class Loader:
             return self._spans.get((run, worker, span))
 
     def run_status(self, run: str) -> dict:
-        return run_status(run, self.span_states(run))
+        found = self.run(run)
+        return run_status(run, self.span_states(run), found.errors if found is not None else [])
 
     def profile_for(self, st: SpanState) -> Profile | None:
         """The open profile of a ready span (None when it is not ready or unreadable)."""

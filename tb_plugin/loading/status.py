@@ -5,16 +5,18 @@ from __future__ import annotations
 from .spans import SpanState
 
 
-def run_status(name: str, states: list[SpanState]) -> dict:
+def run_status(name: str, states: list[SpanState], run_errors: list[dict] = ()) -> dict:
     """{"name", "state", "progress", "errors", "trace_state", "trace_progress"}.
 
     `state` is loading while any span's views load, error when every span is done and none
     yielded any data, else ready. `errors` are the file errors of the ready spans plus one
-    entry per span whose views or timeline failed. The timeline is indexed after the
+    entry per span whose views or timeline failed, after the run's own errors from
+    discovery (e.g. a symlink out of the logdir that was not followed); a run with no span
+    but such errors is in error. The timeline is indexed after the
     views are served, so it has its own state and progress."""
     total = len(states)
     done = sum(1 for s in states if s.views_done)
-    errors: list[dict] = []
+    errors: list[dict] = list(run_errors)
     with_data = 0
     for st in states:
         if st.state == "error":
@@ -28,7 +30,7 @@ def run_status(name: str, states: list[SpanState]) -> dict:
                                "message": st.trace_error or ""})
     if total and done < total:
         state = "loading"
-    elif total and with_data == 0:
+    elif (total and with_data == 0) or (not total and errors):
         state = "error"
     else:
         state = "ready"

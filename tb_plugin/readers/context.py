@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from ..discovery import EXTERNAL_SYMLINK, inside_logdir
 from ..model import FileError, Profile
 from . import ARGS_FILE, SpanSource
 from .tolerant import InputError, read_csv, read_json_file
@@ -46,7 +47,19 @@ class ReadContext:
     def path(self, name: str) -> str | None:
         p = os.path.join(self.base, name)
         # A dangling symlink or unreadable entry is returned too, so reading it reports why.
-        return p if os.path.lexists(p) and not os.path.isdir(p) else None
+        if not os.path.lexists(p) or os.path.isdir(p):
+            return None
+        return p if self.readable(p) else None
+
+    def readable(self, path: str) -> bool:
+        """Whether `path` may be read: inside the logdir (see `discovery.inside_logdir`);
+        a symlink out of it is reported once as this file's error and not read."""
+        if inside_logdir(path, self.span.logdir) or not os.path.exists(path):
+            return True  # (a dangling link: reading it reports that the file is missing)
+        rel = self.span.rel(path)
+        if not any(e.path == rel and e.message == EXTERNAL_SYMLINK for e in self.profile.errors):
+            self.error(path, EXTERNAL_SYMLINK)
+        return False
 
     def csv(self, name: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
         """Read a CSV under `base`; None if absent or unusable (the reason is recorded)."""
@@ -63,6 +76,8 @@ class ReadContext:
 
     def read_csv_file(self, path: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
         self.current = path
+        if not self.readable(path):
+            return None
         rel = self.span.rel(path)
         try:
             df, warnings = read_csv(path, rel, required=required)
@@ -112,6 +127,9 @@ def read_trace(ctx: ReadContext, paths: list[str], *, extract_args: dict[str, st
     """
     from .trace_json import read_traces
 
+    paths = [p for p in paths if ctx.readable(p)]  # a symlink out of the logdir is not read
+    if not paths:
+        return None
     ctx.current = paths[0]
     args_path = os.path.join(ctx.work_dir, ARGS_FILE) if ctx.work_dir else None
     try:

@@ -153,6 +153,12 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
 
 
 def _parse_csv(source, types: dict) -> pa.Table:
+    if isinstance(source, str) and not source.isascii():
+        try:
+            source.encode("utf-8")
+        except UnicodeEncodeError:  # a non-UTF-8 file name: Arrow opens UTF-8 names only
+            with open(source, "rb") as fh:
+                return _parse_csv(fh, types)
     table = pacsv.read_csv(
         source,
         read_options=pacsv.ReadOptions(block_size=16 << 20),

@@ -104,8 +104,17 @@ def read_mindspore(span: SpanSource, work_dir: str | None = None,
     return _read(span, work_dir, _DIALECTS["mindspore"], stage)
 
 
+def _trace_file(ctx: "_Ctx") -> str | None:
+    return ctx.path("trace_view.json") or ctx.path("trace_view.json.gz")
+
+
 def _trace_deferrable(ctx: "_Ctx") -> bool:
-    """The views need nothing from the trace when the CSVs carry steps and kernels/ops."""
+    """The views need nothing from the trace when the CSVs carry steps and kernels/ops, and
+    there is a trace to leave for the timeline stage (one that may be read: a symlink out of
+    the logdir is reported by the trace step now instead)."""
+    trace = _trace_file(ctx)
+    if trace is None or not ctx.readable(trace):
+        return False
     return ctx.path("step_trace_time.csv") is not None and (
         ctx.path("kernel_details.csv") is not None or ctx.path("operator_details.csv") is not None)
 
@@ -328,7 +337,7 @@ def _tracks_device(p: Profile) -> int | None:
 # --------------------------------------------------------------------------- trace
 
 def _read_trace(ctx: _Ctx) -> None:
-    path = ctx.path("trace_view.json") or ctx.path("trace_view.json.gz")
+    path = _trace_file(ctx)
     if path is None:
         return
     tt = read_trace(ctx, [path])

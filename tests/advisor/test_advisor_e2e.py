@@ -30,8 +30,9 @@ assert g.ADVISOR_PLANTED[2]["dispatch_stall_us"] and g.ADVISOR_PLANTED[3]["aicpu
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     d = tmp_path_factory.mktemp("logdir")
-    os.symlink(os.path.join(FIXTURES, RUN), d / RUN)
-    os.symlink(os.path.join(FIXTURES, "torch_npu_level1"), d / "torch_npu_level1")
+    # Copies, not symlinks: a link out of the logdir is not followed (by design).
+    shutil.copytree(os.path.join(FIXTURES, RUN), d / RUN)
+    shutil.copytree(os.path.join(FIXTURES, "torch_npu_level1"), d / "torch_npu_level1")
     return str(d)
 
 

@@ -14,9 +14,11 @@ import urllib.parse
 
 import pytest
 
+from tb_plugin.discovery import FOLLOW_EXTERNAL_SYMLINKS_ENV
 from tests.tb_server import FIXTURES, REAL_DATA, TensorBoard
 
 pytestmark = pytest.mark.e2e
+FOLLOW_LINKS = {FOLLOW_EXTERNAL_SYMLINKS_ENV: "1"}
 RESNET = os.path.join(REAL_DATA, "kineto_resnet50_w0")
 SPANS = ("1623143089861", "1623143566756")
 
@@ -24,9 +26,10 @@ SPANS = ("1623143089861", "1623143566756")
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("logdir")
+    # Runs linked in from outside the logdir, as a user who opted in to following them.
     os.symlink(RESNET, logdir / "resnet")
     os.symlink(os.path.join(FIXTURES, "torch_npu_dist4"), logdir / "dist4")
-    server = TensorBoard(str(logdir)).start()
+    server = TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).start()
     try:
         server.wait_loaded(300)
         yield server

@@ -18,9 +18,11 @@ import urllib.request
 import pytest
 
 from fixtures import generate as g
+from tb_plugin.discovery import FOLLOW_EXTERNAL_SYMLINKS_ENV
 from tests.tb_server import FIXTURES, TensorBoard
 
 pytestmark = pytest.mark.e2e
+FOLLOW_LINKS = {FOLLOW_EXTERNAL_SYMLINKS_ENV: "1"}
 RUN = "torch_npu_dist4"
 DIST = os.path.join(FIXTURES, RUN)
 
@@ -28,9 +30,10 @@ DIST = os.path.join(FIXTURES, RUN)
 @pytest.fixture(scope="module")
 def tb(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("logdir")
+    # Runs linked in from outside the logdir, as a user who opted in to following them.
     os.symlink(DIST, logdir / RUN)
     os.symlink(os.path.join(FIXTURES, "torch_npu_level1"), logdir / "torch_npu_level1")
-    server = TensorBoard(str(logdir)).start()
+    server = TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).start()
     try:
         server.wait_loaded(240)
         yield server
