@@ -12,6 +12,7 @@ import { MemoryView } from './views/Memory';
 import { TraceView } from './views/Trace';
 import { DistributedView } from './views/DistributedView';
 import { CompareView } from './views/CompareView';
+import { AdvisorView } from './views/Advisor';
 import { encodeProfile } from './apiDistributed';
 
 export interface ViewProps {
@@ -129,6 +130,9 @@ export function App() {
         break;
       case 'trace':
         main = <TraceView key={key} {...props} />;
+        break;
+      case 'advisor':
+        main = <AdvisorView key={key} {...props} />;
         break;
       case 'distributed':
         main = (

@@ -2,6 +2,7 @@
 // exists, falling back to the first sensible choice.
 import type { RunInfo, RunSummary } from './api';
 import { VIEW_IDS, type UrlState } from './state';
+import { withAdvisorView } from './advisor';
 
 /** The run opened when the URL names none: a clean ready run, else any ready run, else the first. */
 export function defaultRun(runs: RunSummary[] | undefined): RunSummary | undefined {
@@ -16,7 +17,7 @@ export function resolveSelection(state: UrlState, runs: RunSummary[] | undefined
   const infoOk = info && run && info.name === run.name ? info : undefined;
   const worker = infoOk?.workers.find((w) => w.name === state.worker) ?? infoOk?.workers[0];
   const span = worker ? (worker.spans.includes(state.span ?? '') ? state.span : worker.spans[0]) : undefined;
-  const views = infoOk ? availableViews(infoOk.views) : [];
+  const views = infoOk ? withAdvisorView(availableViews(infoOk.views)) : [];
   const view = views.includes(state.view ?? '') ? state.view : views[0];
   return { run, info: infoOk, worker, span, views, view };
 }

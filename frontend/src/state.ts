@@ -2,7 +2,7 @@
 // copied link (data/plugin_entry.html?name=npu_profiler#run=..&view=..) reproduces the view.
 import { useCallback, useEffect, useState } from 'react';
 
-export const VIEW_IDS = ['overview', 'operators', 'kernels', 'memory', 'trace', 'distributed'] as const;
+export const VIEW_IDS = ['overview', 'operators', 'kernels', 'memory', 'trace', 'distributed', 'advisor'] as const;
 export type ViewId = (typeof VIEW_IDS)[number];
 
 export const VIEW_TITLES: Record<string, string> = {
@@ -12,6 +12,7 @@ export const VIEW_TITLES: Record<string, string> = {
   memory: 'Memory',
   trace: 'Trace',
   distributed: 'Distributed',
+  advisor: 'Advisor',
   compare: 'Compare',
 };
 
