@@ -94,6 +94,7 @@ describe('evidence', () => {
     expect(evidenceLabel('worst_gap_us')).toBe('Worst gap');
     expect(evidenceLabel('device_share_pct')).toBe('Device share');
     expect(evidenceLabel('count')).toBe('Count');
+    expect(evidenceLabel('ASCEND_LAUNCH_BLOCKING')).toBe('ASCEND_LAUNCH_BLOCKING');
   });
   it('renders scalars as values, scalar arrays as lists, row arrays as tables, objects flattened', () => {
     const items = evidenceItems({
@@ -136,6 +137,12 @@ describe('links', () => {
     const t = linkState({ view: 'kernels', params: { group_by: 'type', search: 'AI_CPU', step: 3 } }, f, here);
     expect(t.filters).toEqual({ 'kernels.group': 'type', 'kernels.type.q': 'AI_CPU', 'kernels.step': '3' });
     expect(linkState({ view: 'kernels', params: { group_by: 'evil', search: 'x' } }, f, here).filters).toEqual({ 'kernels.name.q': 'x' });
+    // A sort the table has is kept; one it has not would fail the table's request.
+    expect(linkState({ view: 'kernels', params: { search: 'x', sort: '-max_us' } }, f, here).filters).toEqual({
+      'kernels.name.q': 'x',
+      'kernels.name.sort': '-max_us',
+    });
+    expect(linkState({ view: 'kernels', params: { search: 'x', sort: '-avg_wait_us' } }, f, here).filters).toEqual({ 'kernels.name.q': 'x' });
   });
   it('opens operators searched and selected (call stack)', () => {
     const s = linkState({ view: 'operators', params: { name: 'aten::copy_' } }, f, here);

@@ -96,6 +96,8 @@ const TIMESTAMP_KEY = /(^|_)(start|end|ts|t0|t1|begin)(_us)?$/;
 
 /** Column / row label of an evidence key: the unit suffix goes, the value carries it. */
 export function evidenceLabel(key: string): string {
+  // Names that are data themselves (environment variables, op types) stay as they are.
+  if (/[A-Z]/.test(key)) return key;
   const base = key.replace(UNIT_SUFFIX, '');
   return humanize(base || key);
 }
@@ -195,10 +197,22 @@ function windowOf(p: Record<string, unknown>): { t0: number; t1: number } | unde
   return { t0: Math.floor(a), t1: Math.ceil(b) };
 }
 
+/** Sortable numeric columns of the Kernels and Operators tables (a link's `sort` outside them
+ * would make the table's request fail, so it is dropped). */
+const SORT_KEYS: Record<'kernels' | 'operators', readonly string[]> = {
+  kernels: ['calls', 'total_us', 'avg_us', 'min_us', 'max_us', 'wait_us'],
+  operators: ['calls', 'host_self_us', 'host_total_us', 'device_self_us', 'device_total_us'],
+};
+
+function sortOf(view: 'kernels' | 'operators', v: unknown): string | undefined {
+  const s = str(v);
+  return s && SORT_KEYS[view].includes(s.replace(/^-/, '')) ? s : undefined;
+}
+
 /**
  * The URL state a finding's link opens: its view, the profile the finding is about (the link's
  * own worker/span win, then the finding's, then the current one), and the view's filters from
- * the params — kernels/operators: `search` (or `name`), `group_by`, `step`; trace: `start_us` +
+ * the params — kernels/operators: `search` (or `name`), `group_by`, `sort`, `step`; trace: `start_us` +
  * `end_us` (zoom) or `search`/`name` (first hit); memory: `device`, `start_us` + `end_us`.
  */
 export function linkState(link: AdvisorLink, finding: Pick<AdvisorFinding, 'worker' | 'span'>, current: ProfileKey): UrlState {
@@ -215,6 +229,8 @@ export function linkState(link: AdvisorLink, finding: Pick<AdvisorFinding, 'work
       const group = ['name', 'type', 'core'].includes(g) ? g : 'name';
       if (group !== 'name') filters['kernels.group'] = group;
       if (text) filters[`kernels.${group}.q`] = text;
+      const sort = sortOf('kernels', p.sort);
+      if (sort) filters[`kernels.${group}.sort`] = sort;
       const step = str(p.step);
       if (step) filters['kernels.step'] = step;
       break;
@@ -223,6 +239,8 @@ export function linkState(link: AdvisorLink, finding: Pick<AdvisorFinding, 'work
       const group = str(p.group_by) === 'name_shape' ? 'name_shape' : 'name';
       if (group !== 'name') filters['operators.group'] = group;
       if (text) filters[`operators.${group}.q`] = text;
+      const sort = sortOf('operators', p.sort);
+      if (sort) filters[`operators.${group}.sort`] = sort;
       // A named operator is also selected, which shows where it was called from.
       const name = str(p.name);
       if (name) filters['operators.op'] = name;

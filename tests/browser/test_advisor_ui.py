@@ -61,8 +61,13 @@ def shown_findings(page) -> list[dict]:
     }))""")
 
 
+def css_str(text: str) -> str:
+    """`text` as a CSS string literal (ids and keys come from data)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def finding_locator(page, fid: str):
-    return page.locator(f'[data-testid="advisor-finding"][data-id="{fid}"]')
+    return page.locator(f'[data-testid="advisor-finding"][data-id={css_str(fid)}]')
 
 
 def open_advisor(page, server, run: str, worker: str | None = None, **extra):
@@ -177,10 +182,10 @@ def test_evidence_tables_show_the_rows_of_the_finding(page, server):
     poll(lambda: len(shown_findings(page)) == len(findings))
     for f, key, value in with_values[:5]:
         cell = finding_locator(page, f["id"]).locator(
-            f'[data-testid="evidence-values"] tr[data-key="{key}"] td')
+            f'[data-testid="evidence-values"] tr[data-key={css_str(key)}] td')
         assert same_value(cell.get_attribute("data-value"), value), (key, value)
     for f, key, rows in with_rows[:3]:
-        table = finding_locator(page, f["id"]).locator(f'[data-testid="evidence-table"][data-key="{key}"]')
+        table = finding_locator(page, f["id"]).locator(f'[data-testid="evidence-table"][data-key={css_str(key)}]')
         cols = []
         for r in rows:
             cols += [c for c in r if c not in cols]
