@@ -80,6 +80,7 @@ describe('evidence', () => {
     expect(formatEvidenceValue('worst_gap_us', 2500)).toBe('2.5 ms');
     expect(formatEvidenceValue('total_ms', 3)).toBe('3 ms');
     expect(formatEvidenceValue('free_pct', 41.234)).toBe('41.2 %');
+    expect(formatEvidenceValue('gap_pct_of_step', 6.5)).toBe('6.5 %');
     expect(formatEvidenceValue('peak_mb', 2048)).toBe('2 GB');
     expect(formatEvidenceValue('gap_count', 123456)).toBe('123,456');
     expect(formatEvidenceValue('rank', 12345)).toBe('12345');
@@ -92,7 +93,8 @@ describe('evidence', () => {
   });
   it('labels keys without their unit suffix', () => {
     expect(evidenceLabel('worst_gap_us')).toBe('Worst gap');
-    expect(evidenceLabel('device_share_pct')).toBe('Device share');
+    expect(evidenceLabel('device_share_pct')).toBe('Device share %');
+    expect(evidenceLabel('gap_pct_of_step')).toBe('Gap % of step');
     expect(evidenceLabel('count')).toBe('Count');
     expect(evidenceLabel('ASCEND_LAUNCH_BLOCKING')).toBe('ASCEND_LAUNCH_BLOCKING');
   });
@@ -126,6 +128,15 @@ describe('evidence', () => {
     const w = items[4];
     expect(w.kind === 'value' && [w.label, w.value.text]).toEqual(['Worst · Dur', '2 ms']);
     expect(evidenceItems(null)).toEqual([]);
+  });
+  it('renders an object of row objects as a table, one row per entry', () => {
+    const [t] = evidenceItems({ by_cause: { aicpu: { count: 2, total_us: 30 }, compile: { count: 1 } } });
+    if (t.kind !== 'table') throw new Error('table expected');
+    expect(t.columns.map((c) => c.label)).toEqual(['Cause', 'Count', 'Total']);
+    expect(t.rows.map((r) => r.map((c) => c.text))).toEqual([
+      ['aicpu', '2', '30 µs'],
+      ['compile', '1', '—'],
+    ]);
   });
 });
 

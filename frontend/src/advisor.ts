@@ -91,15 +91,17 @@ export type EvidenceItem =
   | { kind: 'list'; key: string; label: string; values: EvidenceCell[] }
   | { kind: 'table'; key: string; label: string; columns: { key: string; label: string }[]; rows: EvidenceCell[][] };
 
-const UNIT_SUFFIX = /_(us|ms|pct|percent|mb|kb|bytes)$/;
+const UNIT_SUFFIX = /_(us|ms|mb|kb|bytes)$/;
+const PCT_TOKEN = /(^|_)(pct|percent)(_|$)/;
 const TIMESTAMP_KEY = /(^|_)(start|end|ts|t0|t1|begin)(_us)?$/;
 
-/** Column / row label of an evidence key: the unit suffix goes, the value carries it. */
+/** Column / row label of an evidence key: a unit suffix goes (the value carries it), "pct"
+ * reads "%" ("gap_pct_of_step" → "Gap % of step"). */
 export function evidenceLabel(key: string): string {
   // Names that are data themselves (environment variables, op types) stay as they are.
   if (/[A-Z]/.test(key)) return key;
-  const base = key.replace(UNIT_SUFFIX, '');
-  return humanize(base || key);
+  const base = key.replace(UNIT_SUFFIX, '') || key;
+  return humanize(base.split('_').map((w) => (w === 'pct' || w === 'percent' ? '%' : w)).join('_'));
 }
 
 function rawText(v: unknown): string {
@@ -121,9 +123,9 @@ export function formatEvidenceValue(key: string, v: unknown): string {
   const k = key.toLowerCase();
   // Absolute timestamps mean nothing as durations: shown as the number they are.
   if (TIMESTAMP_KEY.test(k)) return `${trimNumber(v, 3)}${k.endsWith('_us') ? ' µs' : ''}`;
+  if (PCT_TOKEN.test(k)) return formatPct(v);
   if (k.endsWith('_us')) return formatDuration(v);
   if (k.endsWith('_ms')) return formatDuration(v * 1000);
-  if (k.endsWith('_pct') || k.endsWith('_percent')) return formatPct(v);
   if (k.endsWith('_mb')) return formatSizeMB(v);
   if (k.endsWith('_kb')) return formatSizeKB(v);
   if (k.endsWith('_bytes')) return formatSizeKB(v / 1024);
@@ -165,6 +167,20 @@ export function evidenceItems(evidence: Record<string, unknown> | null | undefin
       } else {
         out.push({ kind: 'value', key, label, value: { text: JSON.stringify(v), raw: JSON.stringify(v) } });
       }
+    } else if (isRowObject(v) && Object.keys(v).length > 0 && Object.values(v).every(isRowObject)) {
+      // {"iteration_start": {"count": 1, ...}, "unknown": {...}}: one row per entry, the entry's
+      // name first ("by_cause" → a "Cause" column).
+      const rows = Object.entries(v as Record<string, Record<string, unknown>>);
+      const cols: string[] = [];
+      for (const [, row] of rows) for (const c of Object.keys(row)) if (!cols.includes(c)) cols.push(c);
+      const first = key.startsWith('by_') ? humanize(key.slice(3)) : 'Name';
+      out.push({
+        kind: 'table',
+        key,
+        label,
+        columns: [{ key: '', label: first }, ...cols.map((c) => ({ key: c, label: evidenceLabel(c) }))],
+        rows: rows.map(([name, row]) => [{ text: name, raw: name }, ...cols.map((c) => cell(c, row[c]))]),
+      });
     } else if (isRowObject(v)) {
       for (const [sub, sv] of Object.entries(v)) {
         out.push({ kind: 'value', key: `${key}.${sub}`, label: `${label} · ${evidenceLabel(sub)}`, value: cell(sub, sv) });
