@@ -13,7 +13,7 @@ import urllib.error
 
 import pytest
 
-from .conftest import ROWS_JS, hash_state, poll, screenshot
+from .conftest import ROWS_JS, copy_screenshot_to_docs, hash_state, poll, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -167,6 +167,7 @@ def test_advisor_lists_every_finding_of_the_planted_run(page, server):
     assert rules.get_attribute("open") is not None
     assert page.evaluate("document.querySelectorAll('#npu-profiler-root img, #npu-profiler-root script').length") == 0
     screenshot(page, "advisor")
+    copy_screenshot_to_docs("advisor")
 
 
 def test_evidence_tables_show_the_rows_of_the_finding(page, server):
