@@ -25,6 +25,8 @@ import { traceLinkProps } from '../timeline/link';
 
 /** Rows of an evidence table shown before "Show all". */
 const EVIDENCE_ROWS = 10;
+/** Cells longer than this wrap (names, stacks); shorter ones (numbers) stay on one line. */
+const LONG_CELL = 48;
 /** Findings on the Overview. */
 const OVERVIEW_TOP = 3;
 
@@ -266,7 +268,7 @@ function EvidenceTable({ item }: { item: Extract<EvidenceItem, { kind: 'table' }
             {rows.map((r, k) => (
               <tr key={k}>
                 {r.map((c, j) => (
-                  <td key={j} data-key={item.columns[j].key} data-value={c.raw} title={c.raw}>
+                  <td key={j} className={c.text.length > LONG_CELL ? 'wrap' : undefined} data-key={item.columns[j].key} data-value={c.raw} title={c.raw}>
                     {c.text}
                   </td>
                 ))}
