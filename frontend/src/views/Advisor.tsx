@@ -136,7 +136,7 @@ export function AdvisorView({ profile, worker, filters, setFilters }: ViewProps)
   }
 
   return (
-    <div className="view" data-testid="view-advisor">
+    <div className="view" data-testid="view-advisor" aria-busy={res.loading}>
       <div className="controls">{scopeSwitch}</div>
       {body}
     </div>
