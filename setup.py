@@ -36,6 +36,9 @@ setup(
         "tensorboard_plugins": [
             "npu_profiler = tb_plugin.plugin:NpuProfilerPlugin",
         ],
+        "console_scripts": [
+            "npu-profiler = tb_plugin.cli:main",
+        ],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -9,7 +9,7 @@ import posixpath
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .http import api, api_distributed, api_trace
+from .http import api, api_advisor, api_distributed, api_trace
 from .http.responses import ApiError, error_response
 from .loading import Loader
 
@@ -21,6 +21,7 @@ STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 # Route -> handler(request, loader), one table per http module. Documented in
 # docs/http_api.md.
 ROUTES = {**api.ROUTES, **api_trace.ROUTES, **api_distributed.ROUTES}
+ROUTES.update(api_advisor.ROUTES)
 # Run-level views listed by `/run` after the per-profile ones.
 api.RUN_VIEWS[:] = [api_distributed.run_view]
 

@@ -27,13 +27,23 @@ Definitions:
   msprof-analyze aggregate entries (`<op>-total`, `total`), only those are summed (the
   other entries are samples: top1 / middle / bottom), else every entry is. Self links
   (src == dst, LOCAL) are dropped. bandwidth_gbps = size_mb / time_ms.
-- Straggler: the rank statistic is the mean computing time per step (mean step time when
-  no rank has a computing category). A rank is a straggler when it exceeds the median over
-  ranks by more than STRAGGLER_THRESHOLD (5%) and is the largest such (up to 5 are
-  reported, largest first). Evidence: its value, the median, the excess, its mean wait time
-  per step and the other ranks' median wait time per step (waiting for the slow rank).
-- Slow link: a link whose bandwidth is below SLOW_LINK_RATIO (50%) of the median bandwidth
+- Straggler, first by the vote over collectives (msprof-analyze's slow_rank recipe): the
+  collectives of each rank, in order, are matched across ranks by (group, op name, ordinal);
+  send / receive ops and (group, op) pairs called a different number of times on different
+  ranks are dropped. Among the ranks of one collective the slow rank arrives last and so
+  waits least: the *shortest* duration is tested as an outlier (Dixon's Q at 99% for up to
+  10 ranks, a median/MAD robust z-score above 3.5 for more) and must also be at least
+  `straggler_vote_gap_pct` below the median; each outlier is one vote for its rank. Ranks
+  with votes from at least `straggler_vote_share` of the compared collectives are
+  stragglers. When the vote names no rank (or no rank has per-op durations), the fallback is
+  the mean computing time per step (mean step time when no rank has a computing category):
+  a rank exceeding the median over ranks by more than `straggler_excess_pct`. Up to 5 are
+  reported, largest first. Evidence: its value, the median, the excess, its mean wait time
+  per step, the other ranks' median wait time per step (waiting for the slow rank) and the
+  votes.
+- Slow link: a link whose bandwidth is below `slow_link_ratio` (50%) of the median bandwidth
   of the links with the same transport (at least 3 such links). Up to 10, slowest first.
+Thresholds come from the advisor's table (`tb_plugin.advisor.thresholds`).
 """
 from __future__ import annotations
 
@@ -51,9 +61,11 @@ from ..model import Profile
 from .kernels import view_rows
 
 CATEGORIES = ["computing", "communication_not_overlapped", "overlapped", "free"]
-SUMMARY_VERSION = 1
-STRAGGLER_THRESHOLD = 0.05
-SLOW_LINK_RATIO = 0.5
+SUMMARY_VERSION = 2
+# Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.
+DIXON_Q99 = {3: 0.994, 4: 0.926, 5: 0.821, 6: 0.740, 7: 0.680, 8: 0.634, 9: 0.598, 10: 0.568}
+ROBUST_Z = 3.5
+_P2P = re.compile(r"send|recv|receive", re.I)
 HEATMAP_MAX_ROWS = 64
 
 _COMM_KERNEL = re.compile(r"nccl|gloo|hccl|allreduce|allgather|reducescatter|broadcast|all2all"
@@ -234,6 +246,32 @@ def _links(profile: Profile) -> list[dict]:
             for (s, d), r in g.iterrows()]
 
 
+def _collectives(profile: Profile) -> list[list]:
+    """[[group, op name, duration µs]] of the rank's collectives in start order (for the
+    straggler vote): communication.json ops, else NCCL / HCCL kernels (group "")."""
+    ops = profile.table("communication_ops")
+    if len(ops):
+        ops = ops.sort_values("start_ns", kind="stable")
+        names = ops["name"].astype("string").fillna("").tolist()
+        groups = ops["group"].astype("string").fillna("").tolist()
+        kinds = ops["kind"].astype(str).tolist()
+        el = ops["elapse_ns"].to_numpy(dtype=np.int64)
+        return [[g, n, int(e) / 1000.0] for g, n, k, e in zip(groups, names, kinds, el)
+                if k != "p2p"]
+    if not profile.has("kernels"):
+        return []
+    k = view_rows(profile)
+    codes, labels = _codes(k["name"])
+    comm = [i for i, x in enumerate(labels) if _COMM_KERNEL.search(str(x))]
+    if not comm:
+        return []
+    mask = np.isin(codes, comm)
+    order = np.argsort(k["start_ns"].to_numpy(dtype=np.int64)[mask], kind="stable")
+    sel = codes[mask][order]
+    dur = k["dur_ns"].to_numpy(dtype=np.int64)[mask][order]
+    return [["", op_type(labels[c]), int(d) / 1000.0] for c, d in zip(sel, dur)]
+
+
 def rank_summary(profile: Profile) -> dict:
     """The small per-rank summary the distributed view is built from (JSON-able)."""
     ops, source = _comm_ops(profile)
@@ -246,6 +284,7 @@ def rank_summary(profile: Profile) -> dict:
         "comm_ops": ops,
         "comm_source": source,
         "links": _links(profile),
+        "collectives": _collectives(profile),
     }
 
 
@@ -408,64 +447,167 @@ def links_table(summaries: list[dict]) -> pd.DataFrame:
                                na_position="last").reset_index(drop=True)
 
 
-def findings(stats: list[dict], links: pd.DataFrame) -> list[dict]:
+def _thresholds(thresholds):
+    if thresholds is not None:
+        return thresholds
+    from ..advisor.thresholds import load
+
+    return load()
+
+
+def _is_low_outlier(values: np.ndarray) -> bool:
+    """Is the smallest value an outlier of the sample (Dixon's Q / robust z, see above)?"""
+    n = len(values)
+    v = np.sort(values)
+    if n < 3 or v[-1] <= v[0]:
+        return False
+    if n in DIXON_Q99:
+        return (v[1] - v[0]) / (v[-1] - v[0]) > DIXON_Q99[n]
+    med = float(np.median(v))
+    mad = float(np.median(np.abs(v - med)))
+    if mad == 0:
+        return v[0] < med
+    return 0.6745 * (med - v[0]) / mad > ROBUST_Z
+
+
+def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
+    """({rank: votes}, collectives compared): the vote over collectives described above."""
+    t = _thresholds(thresholds)
+    per_rank: dict = {}
+    for s in summaries:
+        seq: dict = {}
+        counts: dict = {}
+        for group, name, dur in s.get("collectives") or []:
+            if _P2P.search(name):
+                continue
+            key = (group, name)
+            n = counts.get(key, 0)
+            counts[key] = n + 1
+            seq[(group, name, n)] = dur
+        if seq:
+            per_rank[s["rank"]] = (seq, counts)
+    if len(per_rank) < 3:
+        return {}, 0
+    # (group, op) pairs with a consistent call count on every rank that has them.
+    pair_counts: dict = {}
+    for seq, counts in per_rank.values():
+        for key, n in counts.items():
+            pair_counts.setdefault(key, set()).add(n)
+    consistent = {k for k, ns in pair_counts.items() if len(ns) == 1}
+    votes: dict = {}
+    compared = 0
+    gap = t["straggler_vote_gap_pct"] / 100.0
+    for (group, name) in sorted(consistent):
+        n_calls = next(iter(pair_counts[(group, name)]))
+        for i in range(n_calls):
+            ranks, vals = [], []
+            for r, (seq, _) in per_rank.items():
+                v = seq.get((group, name, i))
+                if v is not None:
+                    ranks.append(r)
+                    vals.append(v)
+            if len(vals) < 3:
+                continue
+            compared += 1
+            arr = np.asarray(vals, dtype=np.float64)
+            lo = int(np.argmin(arr))
+            med = float(np.median(arr))
+            if med > 0 and (med - arr[lo]) / med >= gap and _is_low_outlier(arr):
+                votes[ranks[lo]] = votes.get(ranks[lo], 0) + 1
+    return votes, compared
+
+
+def straggler_findings(stats: list[dict], summaries: list[dict] | None = None,
+                       thresholds=None) -> list[dict]:
+    t = _thresholds(thresholds)
     out: list[dict] = []
-    if len(stats) >= 2:
-        use_comp = any(s.get("avg_computing_us") is not None for s in stats)
-        key = "avg_computing_us" if use_comp else "avg_total_us"
-        what = "computing time" if use_comp else "step time"
-        vals = [(s, s.get(key)) for s in stats if s.get(key) is not None]
-        if len(vals) >= 2:
-            median = float(np.median([v for _, v in vals]))
-            waits = {s["rank"]: s.get("avg_wait_us") for s in stats}
-            slow = sorted([(s, v) for s, v in vals
-                           if median > 0 and (v - median) / median > STRAGGLER_THRESHOLD],
-                          key=lambda x: -x[1])[:5]
-            for s, v in slow:
-                others = [w for r, w in waits.items() if r != s["rank"] and w is not None]
-                others_wait = float(np.median(others)) if others else None
-                excess = (v - median) / median
-                msg = (f"Rank {s['rank']} is a straggler: its {what} per step is "
-                       f"{v:,.0f} µs, {excess * 100:.1f}% above the median of {median:,.0f} µs.")
-                own_wait = s.get("avg_wait_us")
-                if others_wait is not None and own_wait is not None:
-                    msg += (f" The other ranks wait {others_wait:,.0f} µs per step in "
-                            f"communication (median), rank {s['rank']} waits {own_wait:,.0f} µs.")
-                out.append({"kind": "straggler", "rank": s["rank"], "link": None,
-                            "message": msg,
-                            "evidence": {"metric": key, "value_us": v, "median_us": median,
-                                         "excess_pct": excess * 100.0,
-                                         "excess_us": v - median,
-                                         "avg_step_us": s.get("avg_total_us"),
-                                         "rank_wait_us": own_wait,
-                                         "others_median_wait_us": others_wait,
-                                         "ranks_compared": len(vals)}})
-    if len(links):
-        df = links[links["bandwidth_gbps"].notna()]
-        found = []
-        for transport, grp in df.groupby("transport", sort=True):
-            if len(grp) < 3:
-                continue
-            med = float(grp["bandwidth_gbps"].median())
-            if med <= 0:
-                continue
-            for _, r in grp[grp["bandwidth_gbps"] < SLOW_LINK_RATIO * med].iterrows():
-                found.append((r, med))
-        found.sort(key=lambda x: x[0]["bandwidth_gbps"] / x[1])
-        for r, med in found[:10]:
-            link = f"{int(r['src'])}-{int(r['dst'])}"
-            out.append({"kind": "slow_link", "rank": None, "link": link,
-                        "message": (f"Link {int(r['src'])} → {int(r['dst'])} ({r['transport']}) "
-                                    f"is slow: {r['bandwidth_gbps']:.2f} GB/s, "
-                                    f"{r['bandwidth_gbps'] / med * 100:.0f}% of the median "
-                                    f"{med:.2f} GB/s of {r['transport']} links."),
-                        "evidence": {"src": int(r["src"]), "dst": int(r["dst"]),
-                                     "transport": str(r["transport"]),
-                                     "bandwidth_gbps": float(r["bandwidth_gbps"]),
-                                     "median_bandwidth_gbps": med,
-                                     "size_mb": float(r["size_mb"]),
-                                     "time_us": float(r["time_us"])}})
+    if len(stats) < 2:
+        return out
+    use_comp = any(s.get("avg_computing_us") is not None for s in stats)
+    key = "avg_computing_us" if use_comp else "avg_total_us"
+    what = "computing time" if use_comp else "step time"
+    vals = [(s, s.get(key)) for s in stats if s.get(key) is not None]
+    if len(vals) < 2:
+        return out
+    median = float(np.median([v for _, v in vals]))
+    waits = {s["rank"]: s.get("avg_wait_us") for s in stats}
+    votes, compared = straggler_votes(summaries or [], t)
+    voted = {r for r, n in votes.items() if compared and n / compared >= t["straggler_vote_share"]}
+    if voted:
+        slow = sorted([(s, v) for s, v in vals if s["rank"] in voted],
+                      key=lambda x: (-votes[x[0]["rank"]], -x[1]))[:5]
+        method = "vote"
+    else:
+        slow = sorted([(s, v) for s, v in vals if median > 0 and
+                       (v - median) / median > t["straggler_excess_pct"] / 100.0],
+                      key=lambda x: -x[1])[:5]
+        method = "excess"
+    for s, v in slow:
+        others = [w for r, w in waits.items() if r != s["rank"] and w is not None]
+        others_wait = float(np.median(others)) if others else None
+        excess = (v - median) / median if median > 0 else 0.0
+        if method == "vote":
+            msg = (f"Rank {s['rank']} is a straggler: in {votes[s['rank']]} of {compared} "
+                   f"collectives it was the last to arrive (its collective time is the "
+                   f"shortest, the others wait for it). Its {what} per step is {v:,.0f} µs, "
+                   f"{excess * 100:.1f}% above the median of {median:,.0f} µs.")
+        else:
+            msg = (f"Rank {s['rank']} is a straggler: its {what} per step is "
+                   f"{v:,.0f} µs, {excess * 100:.1f}% above the median of {median:,.0f} µs.")
+        own_wait = s.get("avg_wait_us")
+        if others_wait is not None and own_wait is not None:
+            msg += (f" The other ranks wait {others_wait:,.0f} µs per step in "
+                    f"communication (median), rank {s['rank']} waits {own_wait:,.0f} µs.")
+        out.append({"kind": "straggler", "rank": s["rank"], "link": None, "message": msg,
+                    "evidence": {"metric": key, "value_us": v, "median_us": median,
+                                 "excess_pct": excess * 100.0, "excess_us": v - median,
+                                 "avg_step_us": s.get("avg_total_us"),
+                                 "rank_wait_us": own_wait,
+                                 "others_median_wait_us": others_wait,
+                                 "ranks_compared": len(vals), "method": method,
+                                 "votes": votes.get(s["rank"], 0),
+                                 "collectives_compared": compared}})
     return out
+
+
+def slow_link_findings(links: pd.DataFrame, thresholds=None) -> list[dict]:
+    t = _thresholds(thresholds)
+    out: list[dict] = []
+    if len(links) == 0:
+        return out
+    df = links[links["bandwidth_gbps"].notna()]
+    found = []
+    for transport, grp in df.groupby("transport", sort=True):
+        if len(grp) < 3:
+            continue
+        med = float(grp["bandwidth_gbps"].median())
+        if med <= 0:
+            continue
+        for _, r in grp[grp["bandwidth_gbps"] < t["slow_link_ratio"] * med].iterrows():
+            found.append((r, med))
+    found.sort(key=lambda x: x[0]["bandwidth_gbps"] / x[1])
+    for r, med in found[:10]:
+        link = f"{int(r['src'])}-{int(r['dst'])}"
+        out.append({"kind": "slow_link", "rank": None, "link": link,
+                    "message": (f"Link {int(r['src'])} → {int(r['dst'])} ({r['transport']}) "
+                                f"is slow: {r['bandwidth_gbps']:.2f} GB/s, "
+                                f"{r['bandwidth_gbps'] / med * 100:.0f}% of the median "
+                                f"{med:.2f} GB/s of {r['transport']} links."),
+                    "evidence": {"src": int(r["src"]), "dst": int(r["dst"]),
+                                 "transport": str(r["transport"]),
+                                 "bandwidth_gbps": float(r["bandwidth_gbps"]),
+                                 "median_bandwidth_gbps": med,
+                                 "size_mb": float(r["size_mb"]),
+                                 "time_us": float(r["time_us"])}})
+    return out
+
+
+def findings(stats: list[dict], links: pd.DataFrame, summaries: list[dict] | None = None,
+             thresholds=None) -> list[dict]:
+    """The distributed view's findings (the advisor's straggler / slow_link rules use the
+    same functions)."""
+    return straggler_findings(stats, summaries, thresholds) + \
+        slow_link_findings(links, thresholds)
 
 
 def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -> dict:
@@ -504,7 +646,7 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
         "comm_ops": to_records(comm),
         "matrix": {"rank_count": len(summaries), "total_links": int(len(links)),
                    "links": to_records(links.head(max_links))} if len(links) else None,
-        "findings": findings(stats, links),
+        "findings": findings(stats, links, summaries),
     }
 
 

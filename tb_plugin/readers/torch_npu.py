@@ -377,6 +377,10 @@ def _read_metadata(ctx: _Ctx) -> None:
     if not isinstance(md, dict):
         ctx.error(path, "expected a JSON object")
         return
+    env = md.get("ENV_VARIABLES")
+    if isinstance(env, dict):  # for the advisor's environment rule
+        ctx.profile.meta["env_variables"] = {str(k): "" if v is None else str(v)
+                                             for k, v in env.items()}
     groups = md.get("parallel_group_info")
     if isinstance(groups, dict) and groups:
         sizes = []

@@ -1,0 +1,1 @@
+"""One module per advisor rule; each exposes `RULE` (see `..core.Rule`)."""

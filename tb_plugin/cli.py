@@ -1,0 +1,257 @@
+"""`npu-profiler`: the advisor and a summary on the command line, without TensorBoard.
+
+    npu-profiler advise LOGDIR [--run R] [--format text|json|markdown] [--fail-on high|medium]
+    npu-profiler summary LOGDIR [--run R] [--format text|json]
+    npu-profiler thresholds [--format text|json]
+
+Uses the plugin's own discovery, readers, cache (the same cache directory as TensorBoard,
+`$NPU_PROFILER_CACHE_DIR`) and advisor, so the numbers are the API's. While profiles load, a
+progress line is drawn on stderr (when stderr is a terminal, or with --progress).
+`--fail-on high` exits with status 1 when a finding of that severity (or higher) exists,
+for CI; status 2 is a usage or input error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+from .advisor import runs as advisor_runs
+from .advisor import thresholds as advisor_thresholds
+from .analysis import overview
+from .loading import Loader
+
+SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+class Progress:
+    """A one-line text progress bar on stderr (no dependency)."""
+
+    def __init__(self, enabled: bool, stream=sys.stderr):
+        self.enabled = enabled
+        self.stream = stream
+        self.shown = False
+
+    def update(self, label: str, fraction: float) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(round(max(0.0, min(1.0, fraction)) * width))
+        self.stream.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{fraction * 100:5.1f}%")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _load(logdir: str, run_names: list[str] | None, progress: Progress,
+          timeout: float = 24 * 3600) -> Loader:
+    """Discover and read every span (views and timeline), reporting progress."""
+    loader = Loader(logdir)
+    loader.scan()
+    runs = [r.name for r in loader.runs()]
+    wanted = run_names or runs
+    started = time.time()
+    while True:
+        states = [st for r in wanted for st in loader.span_states(r)]
+        total = max(len(states), 1)
+        views = sum(st.state in ("ready", "error") for st in states)
+        traces = sum(st.state == "error" or st.trace_state in ("ready", "error") for st in states)
+        fraction = (views + traces) / (2 * total)
+        if views == len(states) and traces == len(states):
+            progress.update(f"reading {len(states)} profiles", 1.0)
+            break
+        if time.time() - started > 0.5:
+            progress.update(f"reading {len(states)} profiles", fraction)
+        if time.time() - started > timeout:
+            break
+        time.sleep(0.2)
+    progress.done()
+    return loader
+
+
+def _fmt_us(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v / 1000:,.2f} ms" if abs(v) >= 1000 else f"{v:,.1f} µs"
+
+
+def _text(results: list[dict]) -> str:
+    lines = []
+    for res in results:
+        lines.append(f"Run {res['run']}: {len(res['findings'])} findings over "
+                     f"{res['profiles']} profiles")
+        for f in res["findings"]:
+            where = " ".join(x for x in (f.get("worker"), f.get("span")) if x)
+            impact = (f" saves ~{_fmt_us(f['impact_us'])}/step"
+                      + (f" ({f['impact_pct']:.1f}%)" if f.get("impact_pct") is not None else "")
+                      if f.get("impact_us") is not None else "")
+            lines.append(f"  [{f['severity'].upper()}] {f['rule']}: {f['title']}"
+                         f"{' @ ' + where if where else ''}{impact}")
+            lines.append(f"      {f['message']}")
+            lines.append(f"      advice: {f['advice']}")
+        for st in res["rules"]:
+            if not st["applies"]:
+                lines.append(f"  (rule {st['rule']} not applied: {st['why_not']})")
+        for fl in res.get("failed") or []:
+            lines.append(f"  (profile {fl['worker']} {fl['span']} could not be read: {fl['error']})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(v) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(results: list[dict]) -> str:
+    out = []
+    for res in results:
+        out.append(f"## Run `{_cell(res['run'])}`\n")
+        if not res["findings"]:
+            out.append("No findings.\n")
+            continue
+        out.append("| severity | rule | where | impact / step | finding |")
+        out.append("|---|---|---|---|---|")
+        for f in res["findings"]:
+            where = " ".join(x for x in (f.get("worker"), f.get("span")) if x)
+            out.append(f"| {f['severity']} | {f['rule']} | {_cell(where)} | "
+                       f"{_fmt_us(f.get('impact_us'))} | {_cell(f['message'])} |")
+        out.append("")
+        for f in res["findings"]:
+            out.append(f"- **{_cell(f['title'])}** ({f['rule']}): {_cell(f['advice'])}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _select_runs(loader: Loader, run: str | None):
+    runs = loader.runs()
+    if run is not None:
+        runs = [r for r in runs if r.name == run]
+        if not runs:
+            names = ", ".join(r.name for r in loader.runs()) or "none"
+            raise SystemExit(f"npu-profiler: unknown run {run!r} (runs: {names})")
+    return runs
+
+
+def cmd_advise(args) -> int:
+    try:
+        thresholds = advisor_thresholds.load()
+    except ValueError as exc:
+        print(f"npu-profiler: {exc}", file=sys.stderr)
+        return 2
+    loader = _load(args.logdir, [args.run] if args.run else None, _progress(args))
+    try:
+        results = [advisor_runs.run_result(loader, r, thresholds)
+                   for r in _select_runs(loader, args.run)]
+    finally:
+        loader.stop()
+    if args.format == "json":
+        print(json.dumps({"runs": results}, indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        print(_markdown(results))
+    else:
+        print(_text(results))
+    if args.fail_on:
+        limit = SEVERITY_RANK[args.fail_on]
+        if any(SEVERITY_RANK.get(f["severity"], 9) <= limit for r in results for f in r["findings"]):
+            return 1
+    return 0
+
+
+def cmd_summary(args) -> int:
+    loader = _load(args.logdir, [args.run] if args.run else None, _progress(args))
+    out = []
+    try:
+        for r in _select_runs(loader, args.run):
+            workers = []
+            for w in r.sorted_workers():
+                for s in w.sorted_spans():
+                    st = loader.span_state(r.name, w.name, s)
+                    prof = loader.profile_for(st) if st is not None else None
+                    if prof is None:
+                        workers.append({"worker": w.name, "span": s,
+                                        "error": st.error if st is not None else "not found"})
+                        continue
+                    workers.append({"worker": w.name, "span": s, **overview.summary(prof)})
+            out.append({"run": r.name, "profiles": workers})
+    finally:
+        loader.stop()
+    if args.format == "json":
+        print(json.dumps({"runs": out}, indent=2, ensure_ascii=False, default=str))
+        return 0
+    for r in out:
+        print(f"Run {r['run']}: {len(r['profiles'])} profiles")
+        for p in r["profiles"]:
+            if "error" in p:
+                print(f"  {p['worker']} {p['span']}: could not be read: {p['error']}")
+                continue
+            bd = ", ".join(f"{c} {_fmt_us(p['avg_breakdown_us'].get(c))}"
+                           + (f" ({p['avg_breakdown_pct'][c]:.1f}%)"
+                              if p["avg_breakdown_pct"].get(c) is not None else "")
+                           for c in p["categories"])
+            print(f"  {p['worker']} {p['span']} ({p['producer']}, {p['device']}"
+                  f"{', rank ' + str(p['rank']) if p.get('rank') is not None else ''}): "
+                  f"{p['step_count']} steps, step time {_fmt_us(p['avg_step_us'])}")
+            if bd:
+                print(f"      breakdown: {bd}")
+    return 0
+
+
+def cmd_thresholds(args) -> int:
+    try:
+        table = advisor_thresholds.load().to_json()
+    except ValueError as exc:
+        print(f"npu-profiler: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps({"thresholds": table}, indent=2, ensure_ascii=False))
+        return 0
+    for t in table:
+        changed = "" if t["value"] == t["default"] else f" (default {t['default']:g})"
+        print(f"{t['name']:28} {t['value']:>10g} {t['unit']:18} {t['doc']}{changed}"
+              f" [{t['source']}]")
+    return 0
+
+
+def _progress(args) -> Progress:
+    return Progress(args.progress or sys.stderr.isatty())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="npu-profiler", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    adv = sub.add_parser("advise", help="tuning findings with evidence and advice")
+    adv.add_argument("logdir")
+    adv.add_argument("--run", help="only this run")
+    adv.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    adv.add_argument("--fail-on", choices=("high", "medium"),
+                     help="exit with status 1 when a finding of this severity or higher exists")
+    adv.add_argument("--progress", action="store_true", help="draw the progress bar even when "
+                     "stderr is not a terminal")
+    adv.set_defaults(func=cmd_advise)
+    summ = sub.add_parser("summary", help="runs, workers, steps, step time and breakdown")
+    summ.add_argument("logdir")
+    summ.add_argument("--run", help="only this run")
+    summ.add_argument("--format", choices=("text", "json"), default="text")
+    summ.add_argument("--progress", action="store_true")
+    summ.set_defaults(func=cmd_summary)
+    thr = sub.add_parser("thresholds", help=f"the advisor's thresholds (overrides: "
+                                            f"${advisor_thresholds.ENV_VAR})")
+    thr.add_argument("--format", choices=("text", "json"), default="text")
+    thr.set_defaults(func=cmd_thresholds)
+    args = parser.parse_args(argv)
+    if getattr(args, "logdir", None) is not None and not os.path.isdir(args.logdir):
+        print(f"npu-profiler: {args.logdir}: not a directory", file=sys.stderr)
+        return 2
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
