@@ -100,6 +100,46 @@ export interface AllocationRow {
   duration_us: number | null;
 }
 
+// ---- advisor (GET /advisor, docs/http_api.md "Advisor") ----
+export type Severity = 'high' | 'medium' | 'low' | 'info';
+
+/** Where a finding's evidence is shown: a view and the parameters that filter / zoom it. */
+export interface AdvisorLink {
+  view: string;
+  params: Record<string, unknown>;
+}
+
+export interface AdvisorFinding {
+  id: string;
+  rule: string;
+  severity: Severity;
+  title: string;
+  message: string;
+  advice: string;
+  /** Estimated time per step that fixing it would save. */
+  impact_us: number | null;
+  /** The same as a percentage of the step time. */
+  impact_pct: number | null;
+  worker: string | null;
+  span: string | null;
+  rank: number | null;
+  evidence: Record<string, unknown>;
+  links: AdvisorLink[];
+}
+
+export interface AdvisorRule {
+  rule: string;
+  title: string;
+  applies: boolean;
+  fired: number;
+  why_not: string | null;
+}
+
+export interface AdvisorResponse {
+  findings: AdvisorFinding[];
+  rules: AdvisorRule[];
+}
+
 /** Identifies one profile: a (run, worker, span). */
 export interface ProfileKey {
   run: string;
@@ -222,6 +262,9 @@ export const api = {
       profileParams(key, { start_us: range.start_us, end_us: range.end_us, ...tableParams(q) }),
       signal,
     ),
+  /** The run's findings, or one profile's when `profile` is given. */
+  advisor: (run: string, profile?: { worker: string; span: string }, signal?: AbortSignal) =>
+    getJson<AdvisorResponse>('advisor', { run, worker: profile?.worker, span: profile?.span }, signal),
   traceDownloadUrl: (key: ProfileKey) => apiUrl('trace/download', profileParams(key)),
 };
 

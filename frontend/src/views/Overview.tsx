@@ -9,6 +9,7 @@ import { ErrorBox, Loading, Notice } from '../components/States';
 import { formatCount, formatDuration, humanize } from '../format';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
+import { TopFindings } from './Advisor';
 
 type StepRow = Record<string, number | string>;
 
@@ -51,6 +52,7 @@ export function OverviewView({ profile, worker, filters, setFilters }: ViewProps
         <Figure label="Average step time" value={formatDuration(avg)} testId="fig-avg-step" raw={avg ?? ''} />
         <Figure label="Device" value={device || '—'} testId="fig-device" />
       </section>
+      <TopFindings profile={profile} />
       {n === 0 ? (
         <Notice>This profile has no step information (no ProfilerStep markers or step trace).</Notice>
       ) : (

@@ -4,6 +4,7 @@
 import type { ComponentType } from 'react';
 import type { ViewProps } from './types';
 import { OverviewView } from './Overview';
+import { AdvisorView } from './Advisor';
 import { OperatorsView } from './Operators';
 import { KernelsView } from './Kernels';
 import { MemoryView } from './Memory';
@@ -26,6 +27,7 @@ export interface ViewEntry {
 /** Navigation order. */
 export const VIEWS: readonly ViewEntry[] = [
   { id: 'overview', title: 'Overview', component: OverviewView },
+  { id: 'advisor', title: 'Advisor', component: AdvisorView },
   { id: 'operators', title: 'Operators', component: OperatorsView },
   { id: 'kernels', title: 'Kernels', component: KernelsView },
   { id: 'memory', title: 'Memory', component: MemoryView },
