@@ -116,6 +116,10 @@ class Loader:
         except (OSError, ValueError) as exc:
             st.views_failed(f"cache entry unreadable: {exc}")
             return None
+        except Exception as exc:  # a bug: the span must still end (never "loading" forever)
+            log.exception("cannot read the facts of %s", st.key)
+            st.views_failed(f"cache entry unusable: {exc!r}")
+            return None
 
     def _start_traces(self) -> None:
         with self._lock:
