@@ -15,7 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-NULL_TOKENS = ["", "N/A", "NA", "n/a", "NaN", "nan", "None", "null", "-"]
+# Cells the producers write for "not applicable" (torch_npu: N/A in the PMU columns of other
+# core types; MindSpore: "-" in its average row; blank columns a component lacks): missing
+# values, skipped without a warning. `NaN`/`inf` are not among them: a number that is not
+# finite marks a broken measurement, so `_skip_non_numbers` counts it.
+NULL_TOKENS = ["", "N/A", "NA", "n/a", "None", "null", "-"]
 
 
 class InputError(Exception):
@@ -74,9 +78,12 @@ def to_float(values) -> np.ndarray:
     """Numbers given as text ("12.5\\t", "N/A", "") to float64 (NaN for missing)."""
     s = pd.Series(values)
     if s.dtype.kind in "fiu":
-        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        return np.where(np.isinf(v), np.nan, v)
     s = s.astype("string").str.strip()
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    v[np.isinf(v)] = np.nan  # "inf" is no measurement: never part of a sum
+    return v
 
 
 def _decode_bytes(raw: bytes, rel_path: str) -> tuple[str, list[str]]:
@@ -145,6 +152,9 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
                          f"{'...' if table.num_columns > 12 else ''})")
     table = pa.table({name: _clean_text(col) for name, col in zip(table.column_names,
                                                                   table.columns)})
+    table, gaps = _skip_non_numbers(table)
+    if gaps:
+        warnings.append(f"{rel_path}: {_gaps_text(gaps)}")
     df = table.to_pandas(types_mapper=lambda t: pd.StringDtype() if pa.types.is_string(t)
                          or pa.types.is_large_string(t) else None)
     del table
@@ -177,6 +187,44 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return col
     col = pc.utf8_trim_whitespace(col)
     return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
+
+
+def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
+    """Make the not-finite cells of numeric columns missing, and count them per column.
+
+    A column is numeric when every cell is a number or missing and at least one is a finite
+    number. Its `NaN`, `inf`, `-inf` and overflowing (`1e400`) cells become missing, like
+    the `N/A`, `-` and empty ones already are, so no reader can add them into a total (a
+    single `inf` would make every sum it reaches infinite); the file's warning says how
+    many there were. Text columns (names, shapes) fail the float cast on their first cell,
+    so this parses the numeric columns once and little else.
+    """
+    gaps: dict[str, int] = {}
+    cols = {}
+    for name, col in zip(table.column_names, table.columns):
+        cols[name] = col
+        present = len(col) - col.null_count
+        if present == 0:
+            continue
+        try:
+            values = pc.cast(col, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        finite = pc.is_finite(values)  # missing stays missing
+        n_finite = pc.sum(finite).as_py() or 0
+        if 0 < n_finite < present:
+            gaps[name] = present - n_finite
+            cols[name] = pc.if_else(finite, col, pa.scalar(None, col.type))
+    return (pa.table(cols) if gaps else table), gaps
+
+
+def _gaps_text(gaps: dict[str, int]) -> str:
+    total = sum(gaps.values())
+    shown = sorted(gaps.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = ", ".join(f"{name} {n}" for name, n in shown[:6])
+    more = f", and {len(shown) - 6} more column(s)" if len(shown) > 6 else ""
+    return (f"{total} cell(s) of numeric columns are not finite numbers (NaN, inf, -inf);"
+            f" they were skipped like N/A, never added into totals: {parts}{more}")
 
 
 def _text_types(data: bytes) -> dict:
