@@ -52,8 +52,15 @@ def us_text_to_ns(values) -> np.ndarray:
     m = pc.extract_regex(s, r"^(?P<sign>[-+]?)(?P<i>[0-9]*)(?:\.(?P<f>[0-9]*))?$")
     plain = pc.is_valid(m).to_numpy(zero_copy_only=False)
     m = m.fill_null({"sign": "", "i": "0", "f": ""})
-    int_digits = pc.struct_field(m, "i")
+    int_digits = pc.utf8_ltrim(pc.struct_field(m, "i"), characters="0")
     int_digits = pc.if_else(pc.equal(int_digits, ""), "0", int_digits)
+    # More whole µs than int64 ns can hold: not a time; the float path below gives 0.
+    n_digits = pc.utf8_length(int_digits)
+    too_big = pc.or_(pc.greater(n_digits, len(_MAX_US)),
+                     pc.and_(pc.equal(n_digits, len(_MAX_US)), pc.greater(int_digits, _MAX_US)))
+    if pc.any(too_big).as_py():
+        plain = plain & ~too_big.to_numpy(zero_copy_only=False)
+        int_digits = pc.if_else(too_big, "0", int_digits)
     # Read 4 fractional digits and round the 4th (0.1 ns) to the nearest ns.
     frac4 = pc.utf8_slice_codeunits(pc.utf8_rpad(pc.struct_field(m, "f"), 4, "0"), 0, 4)
     ints = int_digits.cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -72,6 +79,20 @@ def us_text_to_ns(values) -> np.ndarray:
             except (TypeError, ValueError, OverflowError):
                 ns[i] = 0
     return ns.astype(np.int64)
+
+
+# The largest whole µs whose ns (plus a fraction) fits an int64.
+_MAX_US = str(np.iinfo(np.int64).max // 1000 - 1)
+
+
+def to_int64(values) -> pd.arrays.IntegerArray:
+    """Numbers given as text to nullable int64 (rounded); missing, not finite or beyond the
+    int64 range -> <NA> (a count or an id that large is damage, not data)."""
+    v = np.round(to_float(values))
+    ok = np.abs(v) < 2.0 ** 63
+    out = pd.array(np.where(ok, v, 0).astype(np.int64), dtype="Int64")
+    out[~ok] = pd.NA
+    return out
 
 
 def to_float(values) -> np.ndarray:
@@ -305,6 +326,8 @@ def read_json_file(path: str, max_bytes: int = 256 << 20):
         raise InputError("file is empty")
     try:
         return msgspec.json.decode(raw)
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply") from None
     except msgspec.DecodeError as exc:
         fixed = re.sub(rb'(?<!")N/A(?!")', b'"N/A"', raw)
         try:

@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 from ..model import Profile
 from . import ARGS_FILE, SpanSource
 from .context import ReadContext
-from .tolerant import InputError, pick, read_json_file, to_float, us_text_to_ns
+from .tolerant import InputError, pick, read_json_file, to_float, to_int64, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -257,7 +257,7 @@ def _conv(s: pd.Series, conv: str, dialect: _Dialect):
         ns = _us_ns(s)
         return np.where(s.isna().to_numpy(), -1, ns).astype(np.int64)
     if conv == "int":
-        return pd.Series(_float(s)).round().astype("Int64")
+        return to_int64(_float(s))
     if conv == "float":
         return _float(s)
     if conv == "mb":

@@ -353,6 +353,8 @@ def _decode(data: bytes, repairs: _Utf8Repairs | None = None):
             return None, str(exc)
     except msgspec.ValidationError as exc:
         return None, f"unexpected event structure: {exc}"
+    except RecursionError:
+        return None, "JSON is nested too deeply"
     if repairs is not None:
         repairs.sequences += replaced
     return evs, None
