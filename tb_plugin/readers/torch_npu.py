@@ -317,9 +317,10 @@ def _ms_ns(v) -> int:
         f = float(v)
     except (TypeError, ValueError):
         return 0
-    if not np.isfinite(f):
+    ns = f * 1e6
+    if not np.isfinite(ns) or abs(ns) >= 2.0 ** 63:  # no time: damage (1e308 ms)
         return 0
-    return int(round(f * 1e6))
+    return int(round(ns))
 
 
 def _f(v) -> float:

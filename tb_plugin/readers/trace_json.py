@@ -459,9 +459,8 @@ class _Interner:
         get = self.table.get
         try:
             codes = [get(v, -1) for v in values]
-        except TypeError:  # an unhashable value (a list as a name): use its text
-            values = [v if isinstance(v, (str, int, float, tuple)) or v is None else _key(v)
-                      for v in values]
+        except TypeError:  # an unhashable value (a list as a name, a dict as a pid)
+            values = [_hashable(v) for v in values]
             codes = [get(v, -1) for v in values]
         if -1 in codes:
             table = self.table
@@ -487,6 +486,13 @@ class _Interner:
                 j = uniq[k] = len(uniq)
             remap[i] = j
         return list(uniq), remap
+
+
+def _hashable(v):
+    """`v`, or its text where it (or a member of a (pid, tid) pair) cannot be a dict key."""
+    if isinstance(v, tuple):
+        return tuple(_hashable(x) for x in v)
+    return v if isinstance(v, (str, int, float)) or v is None else _key(v)
 
 
 def _text(v) -> str:
