@@ -45,7 +45,7 @@ INTERNAL = re.compile(
     r"unexpected error|could not read this profile|could not read the trace|analysis failed"
     r"|timeline index failed|unexpected trace content|Traceback|\b[A-Z][A-Za-z]*Error\b"
     r"|ArrowInvalid|ArrowNotImplemented|object has no attribute|not supported between"
-    r"|unhashable type|out of bounds|invalid literal|object is not|can't convert"
+    r"|unhashable type|out of bounds|invalid literal for|object is not|can't convert"
     r"|cannot convert|must be real number|NoneType")
 
 
