@@ -37,8 +37,13 @@ class Result:
     seconds: float = 0.0
 
     def count_5xx(self) -> int:
-        return sum(n for st in self.statuses.values() for s, n in st.items()
-                   if s >= 500 or s < 0)
+        """Server errors and failed connections; not 503, the documented "still loading"
+        answer (with Retry-After) of a profile that is being read."""
+        return sum(n for st in self.statuses.values() for s, n in st.items() if _is_error(s))
+
+
+def _is_error(status: int) -> bool:
+    return (status >= 500 and status != 503) or status < 0
 
 
 def _q(route: str, **params) -> str:
@@ -180,7 +185,7 @@ def hammer(host: str, port: int, requests: list[Request], clients: int, seconds:
                     conn.close()
                 conn = None
             local.append((req.route_class, status, time.perf_counter() - t, req.path,
-                          body[:300] if status >= 500 or status < 0 else b""))
+                          body[:300] if _is_error(status) else b""))
         if conn is not None:
             conn.close()
         with lock:
@@ -189,7 +194,7 @@ def hammer(host: str, port: int, requests: list[Request], clients: int, seconds:
                 result.by_class.setdefault(cls, []).append(dt)
                 st = result.statuses.setdefault(cls, {})
                 st[status] = st.get(status, 0) + 1
-                if status >= 500 or status < 0:
+                if _is_error(status):
                     result.errors.append((cls, path, status, body.decode("utf-8", "replace")))
 
     threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
@@ -222,14 +227,14 @@ def percentile(values: list[float], q: float) -> float:
 
 def table(result: Result) -> str:
     """Markdown table: per route class count, statuses, p50/p95/p99 in ms."""
-    lines = ["| route class | requests | 5xx | other non-2xx | p50 ms | p95 ms | p99 ms |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| route class | requests | 5xx (not 503) | 503 still loading | other non-2xx |"
+             " p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|---|---|---|"]
     for cls in sorted(result.by_class):
         lat = result.by_class[cls]
         st = result.statuses[cls]
-        n5 = sum(n for s, n in st.items() if s >= 500 or s < 0)
+        n5 = sum(n for s, n in st.items() if _is_error(s))
         other = ", ".join(f"{s}: {n}" for s, n in sorted(st.items()) if 300 <= s < 500)
-        lines.append(f"| {cls} | {len(lat)} | {n5} | {other or '-'} | "
+        lines.append(f"| {cls} | {len(lat)} | {n5} | {st.get(503, 0)} | {other or '-'} | "
                      f"{percentile(lat, 50) * 1000:.0f} | {percentile(lat, 95) * 1000:.0f} | "
                      f"{percentile(lat, 99) * 1000:.0f} |")
     return "\n".join(lines)
