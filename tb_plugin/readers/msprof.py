@@ -394,7 +394,8 @@ def _kernels_from_trace(profile: Profile) -> pd.DataFrame | None:
     stream = []
     for t in k["track_id"]:
         m = re.search(r"\d+", str(tid_of.get(t, "")))
-        stream.append(int(m.group()) if m else None)
+        v = int(m.group()) if m else None
+        stream.append(v if v is not None and v < 2 ** 63 else None)  # no stream id: damage
     return pd.DataFrame({
         "name": k["name"].astype("string").fillna("").to_numpy(dtype=object),
         "type": "",
