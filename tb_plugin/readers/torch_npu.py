@@ -705,7 +705,8 @@ def _read_communication(ctx: _Ctx) -> None:
             name, _, group = str(key).rpartition("@")
             if not name:
                 name, group = group, ""
-            t = info.get("Communication Time Info") or {}
+            t = info.get("Communication Time Info")
+            t = t if isinstance(t, dict) else {}  # absent or of another type: no times
             bw = info.get("Communication Bandwidth Info") or {}
             row = {
                 "step": step,
