@@ -469,13 +469,12 @@ def run_case(case: Case, copy_root: str, span_of: dict[str, str], work: str) -> 
 
 # --------------------------------------------------------------------------- workers
 
-def _worker(conn, fixtures: str) -> None:
+def _worker(conn, fixtures: str, base: str) -> None:
     import logging
     import warnings
 
     logging.disable(logging.CRITICAL)
     warnings.simplefilter("ignore")
-    base = tempfile.mkdtemp(prefix="npu-fuzz-")
     copy_root = os.path.join(base, "fixtures")
     shutil.copytree(fixtures, copy_root, symlinks=True)
     work = os.path.join(base, "work")
@@ -499,7 +498,9 @@ def _worker(conn, fixtures: str) -> None:
 class _Slot:
     def __init__(self, ctx, fixtures: str):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, fixtures), daemon=True)
+        # Made here and removed by stop(), so a killed worker leaves nothing behind.
+        self.base = tempfile.mkdtemp(prefix="npu-fuzz-")
+        self.proc = ctx.Process(target=_worker, args=(child, fixtures, self.base), daemon=True)
         self.proc.start()
         child.close()
         self.case: Case | None = None
@@ -518,6 +519,7 @@ class _Slot:
             self.proc.kill()
             self.proc.join(5)
         self.conn.close()
+        shutil.rmtree(self.base, ignore_errors=True)
 
 
 @dataclasses.dataclass
