@@ -135,7 +135,10 @@ def _int_or_none(v):
 
 
 def _int_col(values) -> pd.arrays.IntegerArray:
-    return pd.array([_int_or_none(v) for v in values], dtype="Int64")
+    ints = (_int_or_none(v) for v in values)
+    # An id beyond int64 (a damaged number) is missing, not an overflow of the whole column.
+    return pd.array([i if i is not None and -2 ** 63 <= i < 2 ** 63 else None for i in ints],
+                    dtype="Int64")
 
 
 def _fill(profile: Profile, tt) -> None:

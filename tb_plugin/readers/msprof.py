@@ -579,9 +579,10 @@ def _device_text(df: pd.DataFrame, device_id) -> np.ndarray:
 
 def _ms_to_ns(v) -> int:
     try:
-        return int(round(float(v) * 1e6))
-    except (TypeError, ValueError):
+        ns = int(round(float(v) * 1e6))
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (1e400, 1e308 ms)
         return 0
+    return ns if abs(ns) < 2 ** 63 else 0
 
 
 def _comm_entries(doc: dict):
