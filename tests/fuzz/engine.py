@@ -21,6 +21,7 @@ Used by `tests/fuzz/test_fuzz_readers.py` (bounded for CI) and `benchmarks/fuzz_
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gzip
 import json
@@ -227,14 +228,14 @@ def _json_structural(data, rng, kind):
             break
         node, k = picked
         if what == "type":
-            node[k] = rng.choice(WRONG)
+            node[k] = copy.deepcopy(rng.choice(WRONG))  # never share (and mutate) WRONG
         elif what == "drop":
             if isinstance(node, dict):
                 del node[k]
             else:
                 node.pop(k)
         elif what == "dup" and isinstance(node, list):
-            node.insert(k, node[k])
+            node.insert(k, copy.deepcopy(node[k]))
         else:
             node[k] = _HOLE
             depth = rng.choice([64, 1000, 100_000])
