@@ -149,6 +149,10 @@ def _fill(profile: Profile, tt) -> None:
     instants = tt.instants
     flows = tt.flows
     counters = tt.counters
+    for df in (slices, instants):  # slices only from B/E pairs carry no extracted args
+        for col in EXTRACT:
+            if col not in df.columns:
+                df[col] = None
     if base_ns:
         for df, col in ((slices, "start_ns"), (instants, "ts_ns"), (flows, "ts_ns"),
                         (counters, "ts_ns")):
