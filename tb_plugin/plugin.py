@@ -10,6 +10,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from .http import api_runs, views
+from .http.memo import ResponseMemo
 from .http.responses import ApiError, error_response
 from .loading import Loader
 
@@ -42,6 +43,7 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         self.logdir = context.logdir or ""
         self.loader = Loader(self.logdir)
         self.loader.start()
+        self.memo = ResponseMemo()
 
     def is_active(self) -> bool:
         # Before the first scan has finished, say yes: hiding the tab and showing it a
@@ -55,21 +57,26 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
                                             disable_reload=True)
 
     def get_plugin_apps(self):
-        apps = {route: self._wrap(handler) for route, handler in ROUTES.items()}
+        apps = {route: self._wrap(handler, route) for route, handler in ROUTES.items()}
         apps["/index.js"] = self._static
         apps["/index.css"] = self._static
         apps["/assets/*"] = self._static
         return apps
 
-    def _wrap(self, handler):
-        loader = self.loader
+    def _wrap(self, handler, route: str):
+        loader, memo = self.loader, self.memo
 
         @wrappers.Request.application
         def app(request):
             if request.method not in ALLOWED_METHODS:
                 return _method_not_allowed()
             try:
-                return handler(request, loader)
+                key = memo.key(route, request, loader)
+                response = memo.get(key)
+                if response is None:
+                    response = handler(request, loader)
+                    memo.put(key, response)
+                return response
             except ApiError as err:
                 return error_response(err)
             except Exception as exc:  # never let a bug take the server down

@@ -127,7 +127,10 @@ def _int_or_none(v):
 
 
 def _int_col(values) -> pd.arrays.IntegerArray:
-    return pd.array([_int_or_none(v) for v in values], dtype="Int64")
+    ints = (_int_or_none(v) for v in values)
+    # An id beyond int64 (a damaged number) is missing, not an overflow of the whole column.
+    return pd.array([i if i is not None and -2 ** 63 <= i < 2 ** 63 else None for i in ints],
+                    dtype="Int64")
 
 
 def _read_trace(ctx: _Ctx) -> None:
@@ -138,6 +141,10 @@ def _read_trace(ctx: _Ctx) -> None:
     base = (tt.metadata or {}).get("baseTimeNanoseconds")
     base_ns = int(base) if isinstance(base, (int, float)) and base else 0
     slices = tt.slices
+    for df in (slices, tt.instants):  # slices only from B/E pairs carry no extracted args
+        for col in EXTRACT:
+            if col not in df.columns:
+                df[col] = None
     if base_ns:
         for df, col in ((slices, "start_ns"), (tt.instants, "ts_ns"), (tt.flows, "ts_ns"),
                         (tt.counters, "ts_ns")):

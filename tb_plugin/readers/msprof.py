@@ -354,7 +354,8 @@ def _kernels_from_trace(profile: Profile, task_type: pd.Series | None) -> pd.Dat
     stream = []
     for t in k["track_id"]:
         m = re.search(r"\d+", str(tid_of.get(t, "")))
-        stream.append(int(m.group()) if m else None)
+        v = int(m.group()) if m else None
+        stream.append(v if v is not None and v < 2 ** 63 else None)  # no stream id: damage
     return pd.DataFrame({
         "name": k["name"].astype("string").fillna("").to_numpy(dtype=object),
         "type": "",
@@ -578,9 +579,10 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
 
 def _ms_to_ns(v) -> int:
     try:
-        return int(round(float(v) * 1e6))
-    except (TypeError, ValueError):
+        ns = int(round(float(v) * 1e6))
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (1e400, 1e308 ms)
         return 0
+    return ns if abs(ns) < 2 ** 63 else 0
 
 
 def _comm_entries(doc: dict):

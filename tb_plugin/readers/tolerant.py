@@ -15,7 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-NULL_TOKENS = ["", "N/A", "NA", "n/a", "NaN", "nan", "None", "null", "-"]
+# Cells the producers write for "not applicable" (torch_npu: N/A in the PMU columns of other
+# core types; MindSpore: "-" in its average row; blank columns a component lacks): missing
+# values, skipped without a warning. `NaN`/`inf` are not among them: a number that is not
+# finite marks a broken measurement, so `_skip_non_numbers` counts it.
+NULL_TOKENS = ["", "N/A", "NA", "n/a", "None", "null", "-"]
 
 
 class InputError(Exception):
@@ -48,8 +52,15 @@ def us_text_to_ns(values) -> np.ndarray:
     m = pc.extract_regex(s, r"^(?P<sign>[-+]?)(?P<i>[0-9]*)(?:\.(?P<f>[0-9]*))?$")
     plain = pc.is_valid(m).to_numpy(zero_copy_only=False)
     m = m.fill_null({"sign": "", "i": "0", "f": ""})
-    int_digits = pc.struct_field(m, "i")
+    int_digits = pc.utf8_ltrim(pc.struct_field(m, "i"), characters="0")
     int_digits = pc.if_else(pc.equal(int_digits, ""), "0", int_digits)
+    # More whole µs than int64 ns can hold: not a time; the float path below gives 0.
+    n_digits = pc.utf8_length(int_digits)
+    too_big = pc.or_(pc.greater(n_digits, len(_MAX_US)),
+                     pc.and_(pc.equal(n_digits, len(_MAX_US)), pc.greater(int_digits, _MAX_US)))
+    if pc.any(too_big).as_py():
+        plain = plain & ~too_big.to_numpy(zero_copy_only=False)
+        int_digits = pc.if_else(too_big, "0", int_digits)
     # Read 4 fractional digits and round the 4th (0.1 ns) to the nearest ns.
     frac4 = pc.utf8_slice_codeunits(pc.utf8_rpad(pc.struct_field(m, "f"), 4, "0"), 0, 4)
     ints = int_digits.cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -70,13 +81,30 @@ def us_text_to_ns(values) -> np.ndarray:
     return ns.astype(np.int64)
 
 
+# The largest whole µs whose ns (plus a fraction) fits an int64.
+_MAX_US = str(np.iinfo(np.int64).max // 1000 - 1)
+
+
+def to_int64(values) -> pd.arrays.IntegerArray:
+    """Numbers given as text to nullable int64 (rounded); missing, not finite or beyond the
+    int64 range -> <NA> (a count or an id that large is damage, not data)."""
+    v = np.round(to_float(values))
+    ok = np.abs(v) < 2.0 ** 63
+    out = pd.array(np.where(ok, v, 0).astype(np.int64), dtype="Int64")
+    out[~ok] = pd.NA
+    return out
+
+
 def to_float(values) -> np.ndarray:
     """Numbers given as text ("12.5\\t", "N/A", "") to float64 (NaN for missing)."""
     s = pd.Series(values)
     if s.dtype.kind in "fiu":
-        return s.to_numpy(dtype=np.float64, na_value=np.nan)
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        return np.where(np.isinf(v), np.nan, v)
     s = s.astype("string").str.strip()
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    v[np.isinf(v)] = np.nan  # "inf" is no measurement: never part of a sum
+    return v
 
 
 def _decode_bytes(raw: bytes, rel_path: str) -> tuple[str, list[str]]:
@@ -145,6 +173,9 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
                          f"{'...' if table.num_columns > 12 else ''})")
     table = pa.table({name: _clean_text(col) for name, col in zip(table.column_names,
                                                                   table.columns)})
+    table, gaps = _skip_non_numbers(table)
+    if gaps:
+        warnings.append(f"{rel_path}: {_gaps_text(gaps)}")
     df = table.to_pandas(types_mapper=lambda t: pd.StringDtype() if pa.types.is_string(t)
                          or pa.types.is_large_string(t) else None)
     del table
@@ -183,6 +214,44 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return col
     col = pc.utf8_trim_whitespace(col)
     return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
+
+
+def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
+    """Make the not-finite cells of numeric columns missing, and count them per column.
+
+    A column is numeric when every cell is a number or missing and at least one is a finite
+    number. Its `NaN`, `inf`, `-inf` and overflowing (`1e400`) cells become missing, like
+    the `N/A`, `-` and empty ones already are, so no reader can add them into a total (a
+    single `inf` would make every sum it reaches infinite); the file's warning says how
+    many there were. Text columns (names, shapes) fail the float cast on their first cell,
+    so this parses the numeric columns once and little else.
+    """
+    gaps: dict[str, int] = {}
+    cols = {}
+    for name, col in zip(table.column_names, table.columns):
+        cols[name] = col
+        present = len(col) - col.null_count
+        if present == 0:
+            continue
+        try:
+            values = pc.cast(col, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+        finite = pc.is_finite(values)  # missing stays missing
+        n_finite = pc.sum(finite).as_py() or 0
+        if 0 < n_finite < present:
+            gaps[name] = present - n_finite
+            cols[name] = pc.if_else(finite, col, pa.scalar(None, col.type))
+    return (pa.table(cols) if gaps else table), gaps
+
+
+def _gaps_text(gaps: dict[str, int]) -> str:
+    total = sum(gaps.values())
+    shown = sorted(gaps.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = ", ".join(f"{name} {n}" for name, n in shown[:6])
+    more = f", and {len(shown) - 6} more column(s)" if len(shown) > 6 else ""
+    return (f"{total} cell(s) of numeric columns are not finite numbers (NaN, inf, -inf);"
+            f" they were skipped like N/A, never added into totals: {parts}{more}")
 
 
 def _text_types(data: bytes) -> dict:
@@ -251,6 +320,8 @@ def read_json_file(path: str, max_bytes: int = 256 << 20):
         raise InputError("file is empty")
     try:
         return msgspec.json.decode(raw)
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply") from None
     except msgspec.DecodeError as exc:
         fixed = re.sub(rb'(?<!")N/A(?!")', b'"N/A"', raw)
         try:

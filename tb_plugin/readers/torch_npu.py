@@ -50,7 +50,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
 from . import SpanSource
 from . import columns as C
 from .context import ReadContext, read_trace, run_steps
-from .tolerant import to_float, us_text_to_ns
+from .tolerant import to_float, to_int64, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -176,7 +176,7 @@ def _conv(s: pd.Series, conv: str, dialect: _Dialect):
         ns = _us_ns(s)
         return np.where(s.isna().to_numpy(), -1, ns).astype(np.int64)
     if conv == "int":
-        return pd.Series(_float(s)).round().astype("Int64")
+        return to_int64(_float(s))
     if conv == "float":
         return _float(s)
     if conv == "mb":
@@ -236,9 +236,10 @@ def _ms_ns(v) -> int:
         f = float(v)
     except (TypeError, ValueError):
         return 0
-    if not np.isfinite(f):
+    ns = f * 1e6
+    if not np.isfinite(ns) or abs(ns) >= 2.0 ** 63:  # no time: damage (1e308 ms)
         return 0
-    return int(round(f * 1e6))
+    return int(round(ns))
 
 
 def _f(v) -> float:
@@ -560,7 +561,8 @@ def _read_communication(ctx: _Ctx) -> None:
             name, _, group = str(key).rpartition("@")
             if not name:
                 name, group = group, ""
-            t = info.get("Communication Time Info") or {}
+            t = info.get("Communication Time Info")
+            t = t if isinstance(t, dict) else {}  # absent or of another type: no times
             bw = info.get("Communication Bandwidth Info") or {}
             row = {
                 "step": step,

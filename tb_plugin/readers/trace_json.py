@@ -181,7 +181,7 @@ def _release(mm, start: int, end: int) -> None:
             pass
 
 
-def _locate_events(mm) -> tuple[int, int, dict, str | None]:
+def _locate_events(mm, repairs: "_Utf8Repairs") -> tuple[int, int, dict, str | None]:
     """Find the event array: (start offset of '[', end offset after ']', metadata, error)."""
     n = len(mm)
     i = 0
@@ -212,7 +212,7 @@ def _locate_events(mm) -> tuple[int, int, dict, str | None]:
         length = view.nbytes
         view.release()
         del raw, obj
-        metadata = _top_level_metadata(mm, start, start + length)
+        metadata = _top_level_metadata(mm, start, start + length, repairs)
         # The validating pass touched every page: let them go before the real pass.
         _release(mm, 0, len(mm))
         return start, start + length, metadata, None
@@ -248,17 +248,20 @@ class _Meta(msgspec.Struct):
     Framework: Any = None
 
 
-def _top_level_metadata(mm, start: int, end: int) -> dict:
+def _top_level_metadata(mm, start: int, end: int, repairs: "_Utf8Repairs") -> dict:
     """Top-level keys other than traceEvents, without decoding the events again."""
     head = bytes(mm[:start]) + b"[]" + bytes(mm[end:])
+    head, replaced = _valid_utf8(head)
     try:
         meta = msgspec.json.decode(head, type=_Meta)
     except msgspec.DecodeError:
         return {}
+    repairs.sequences += replaced
     return {k: getattr(meta, k) for k in _Meta.__struct_fields__ if getattr(meta, k) is not None}
 
 
-def _next_chunk(mm, pos: int, end: int, target: int) -> tuple[list[_Event] | None, int, str | None]:
+def _next_chunk(mm, pos: int, end: int, target: int,
+                repairs: "_Utf8Repairs") -> tuple[list[_Event] | None, int, str | None]:
     """Decode events from `pos` (just after '[' or ',') to a boundary near pos+target."""
     search_from = pos + target
     attempts = 0
@@ -271,40 +274,93 @@ def _next_chunk(mm, pos: int, end: int, target: int) -> tuple[list[_Event] | Non
                 data = b"[" + text[:-1] + b"]" if not text.startswith(b"[") else text
             else:
                 data = b"[" + text + b"]"
-            evs, err = _decode(data)
+            evs, err = _decode(data, repairs)
             if evs is not None:
                 return evs, end, None
-            return _salvage(mm, pos, end, err)
+            return _salvage(mm, pos, end, err, repairs)
         m = _BOUNDARY.search(mm, search_from, end)
         if m is None:
             search_from = end
             continue
         cut = m.start() + 1
         data = b"[" + mm[pos:cut] + b"]"
-        evs, err = _decode(data)
+        evs, err = _decode(data, repairs)
         if evs is not None:
             return evs, m.end() - 1, None
         attempts += 1
         if attempts >= 4:
-            return _salvage(mm, pos, cut, err)
+            return _salvage(mm, pos, cut, err, repairs)
         search_from = m.end()
 
 
-def _decode(data: bytes):
+_REPLACEMENT = "\ufffd".encode()
+
+
+class _Utf8Repairs:
+    """Invalid UTF-8 found in one file: how many byte sequences became U+FFFD."""
+
+    def __init__(self):
+        self.sequences = 0
+
+
+def _valid_utf8(data: bytes) -> tuple[bytes, int]:
+    """`data` with every invalid UTF-8 sequence replaced by U+FFFD, and how many were.
+
+    msgspec refuses invalid UTF-8 in a string it decodes (one bad byte in one name would end
+    the file there) and copies it unchecked into Raw fields (args), so a chunk is made valid
+    before it is decoded. The common case costs one ASCII scan; a chunk with non-ASCII text
+    has only its runs of non-ASCII bytes validated (a multi-byte sequence never contains an
+    ASCII byte, so the text is valid exactly when each run is); only a chunk that really
+    holds invalid bytes is copied.
+    """
+    if data.isascii() or _high_runs_valid(data):
+        return data, 0
+    fixed = data.decode("utf-8", "replace").encode("utf-8")
+    return fixed, fixed.count(_REPLACEMENT) - data.count(_REPLACEMENT)
+
+
+def _high_runs_valid(data: bytes) -> bool:
+    """Whether the runs of bytes >= 0x80 of `data` are valid UTF-8 (3-4x faster than
+    decoding the whole chunk, which builds a wide str of it)."""
+    arr = np.frombuffer(data, np.uint8)
+    at = np.flatnonzero(arr >= 0x80)
+    high = arr[at]
+    gaps = np.flatnonzero(np.diff(at) > 1) + 1
     try:
-        return _EVENTS.decode(data), None
+        np.insert(high, gaps, 0x20).tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _decode(data: bytes, repairs: _Utf8Repairs | None = None):
+    """Events of one chunk, or (None, reason). With `repairs`, invalid UTF-8 is replaced
+    first and counted there only when this decode is kept (a chunk cut at a false boundary
+    is decoded again)."""
+    replaced = 0
+    if repairs is not None:
+        data, replaced = _valid_utf8(data)
+    try:
+        evs = _EVENTS.decode(data)
     except msgspec.DecodeError as exc:
+        evs = None
         if b"N/A" in data:
             try:
-                return _EVENTS.decode(_BARE_NA.sub(b'"N/A"', data)), None
+                evs = _EVENTS.decode(_BARE_NA.sub(b'"N/A"', data))
             except msgspec.DecodeError:
                 pass
-        return None, str(exc)
+        if evs is None:
+            return None, str(exc)
     except msgspec.ValidationError as exc:
         return None, f"unexpected event structure: {exc}"
+    except RecursionError:
+        return None, "JSON is nested too deeply"
+    if repairs is not None:
+        repairs.sequences += replaced
+    return evs, None
 
 
-def _salvage(mm, pos: int, end: int, err: str | None):
+def _salvage(mm, pos: int, end: int, err: str | None, repairs: _Utf8Repairs):
     """A damaged region: keep the whole events before the damage, then stop."""
     good: list[_Event] = []
     lo = pos
@@ -314,14 +370,16 @@ def _salvage(mm, pos: int, end: int, err: str | None):
     left, right = 0, len(bounds) - 1
     while left <= right:
         mid = (left + right) // 2
-        evs, _ = _decode(b"[" + mm[lo:bounds[mid]] + b"]")
+        trial = _Utf8Repairs()
+        evs, _ = _decode(b"[" + mm[lo:bounds[mid]] + b"]", trial)
         if evs is not None:
-            best = (evs, mid)
+            best = (evs, mid, trial.sequences)
             left = mid + 1
         else:
             right = mid - 1
     if best is not None:
         good = best[0]
+        repairs.sequences += best[2]
     reason = f"JSON is truncated or invalid after byte {bounds[best[1]] if best else pos}: {err}"
     return good, -1, reason
 
@@ -401,9 +459,8 @@ class _Interner:
         get = self.table.get
         try:
             codes = [get(v, -1) for v in values]
-        except TypeError:  # an unhashable value (a list as a name): use its text
-            values = [v if isinstance(v, (str, int, float, tuple)) or v is None else _key(v)
-                      for v in values]
+        except TypeError:  # an unhashable value (a list as a name, a dict as a pid)
+            values = [_hashable(v) for v in values]
             codes = [get(v, -1) for v in values]
         if -1 in codes:
             table = self.table
@@ -429,6 +486,13 @@ class _Interner:
                 j = uniq[k] = len(uniq)
             remap[i] = j
         return list(uniq), remap
+
+
+def _hashable(v):
+    """`v`, or its text where it (or a member of a (pid, tid) pair) cannot be a dict key."""
+    if isinstance(v, tuple):
+        return tuple(_hashable(x) for x in v)
+    return v if isinstance(v, (str, int, float)) or v is None else _key(v)
 
 
 def _text(v) -> str:
@@ -579,7 +643,8 @@ def _finish_part(part: dict, has_dur: bool = True) -> dict:
 
 
 def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict:
-    start, end, metadata, error = _locate_events(mm)
+    repairs = _Utf8Repairs()
+    start, end, metadata, error = _locate_events(mm, repairs)
     if start == end == 0:
         raise InputError(error or "no trace events")
     before = b.count
@@ -589,7 +654,7 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict
     if pos < end and mm[pos:pos + 1] == b"]":
         pos = end
     while pos < end:
-        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes)
+        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
         if evs:
             b.add(evs)
         del evs
@@ -602,9 +667,13 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict
             pos += 1
     if gz_error:
         error = gz_error if error is None else f"{gz_error}; {error}"
+    if error and b.count == before:
+        raise InputError(error)
+    if repairs.sequences:
+        errors.append((path, f"not valid UTF-8: {repairs.sequences} invalid byte sequence(s)"
+                             " in names, args or categories were replaced by U+FFFD"
+                             " (every event kept)"))
     if error:
-        if b.count == before:
-            raise InputError(error)
         errors.append((path, f"{error} (kept the {b.count - before} events before it)"))
     return metadata
 

@@ -1,0 +1,56 @@
+"""Bounded fuzz run of the readers for CI (the long run: `benchmarks/fuzz_inputs.py`).
+
+Every case mutates one input file of one fixture span and loads the span through the
+loader's path in a worker process with a per-case time limit; see `engine.py` for what is a
+finding. The run is seeded: a failure prints the seed, the case number, the file and the
+mutation, and `python benchmarks/fuzz_inputs.py --seed S --case N` replays it.
+
+Bounds (environment): NPU_FUZZ_SEED (default 20261201), NPU_FUZZ_COUNT (default 400 cases),
+NPU_FUZZ_SECONDS (default 150: the run stops taking new cases after that, so the test
+takes about 2-3 minutes even on a busy machine).
+"""
+from __future__ import annotations
+
+import os
+
+from tests.fuzz import engine
+
+SEED = int(os.environ.get("NPU_FUZZ_SEED", "20261201"))
+COUNT = int(os.environ.get("NPU_FUZZ_COUNT", "400"))
+SECONDS = float(os.environ.get("NPU_FUZZ_SECONDS", "150"))
+
+
+def test_mutated_inputs_load_or_fail_per_file():
+    summary = engine.run(SEED, COUNT, workers=2, time_cap=SECONDS, case_timeout=60)
+    report = "\n".join(f"{f.case.describe()}\n  " + "\n  ".join(f.problems)
+                       for f in summary.findings)
+    assert not summary.findings, f"{len(summary.findings)} finding(s):\n{report}"
+    # Not vacuous: cases ran, on every kind of file.
+    assert summary.done >= min(COUNT, 40), summary
+    assert {"csv", "json", "gz"} <= set(summary.by_kind), summary.by_kind
+
+
+def test_plan_and_mutations_are_reproducible():
+    files = engine.input_files()
+    kinds = {}
+    for f, _ in files:
+        with open(os.path.join(engine.FIXTURES, f), "rb") as fh:
+            kinds[f] = engine.kind_of(f, fh.read(1 << 16))
+    first = engine.plan(SEED, 60, files, kinds)
+    assert first == engine.plan(SEED, 60, files, kinds)
+    assert first[10:20] == engine.plan(SEED, 10, files, kinds, start=10)
+    assert first != engine.plan(SEED + 1, 60, files, kinds)
+    for case in first[:20]:
+        path = os.path.join(engine.FIXTURES, case.file)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        kind = engine.kind_of(path, data)
+        assert engine.mutate(case, data, kind) == engine.mutate(case, data, kind), case
+
+
+def test_a_case_over_its_time_limit_is_reported_as_a_hang():
+    """The limit is enforced by the parent: a worker that does not answer in time is
+    killed and replaced, the case is a finding, and the run goes on."""
+    summary = engine.run(SEED, 2, workers=1, case_timeout=0.001)
+    assert summary.done == 2 and summary.hangs == 2
+    assert all("hang" in f.problems[0] for f in summary.findings)
