@@ -115,10 +115,10 @@ def run_result(loader, run, thresholds: Thresholds, worker: str | None = None,
             if rank is None:
                 continue
 
-            def load(st=st):
+            def open_profile(st=st):
                 return loader.profile_for(st)
 
-            summary = _summaries.get(loader.cache.root, st.key, load)
+            summary = _summaries.get(loader.cache.root, st.key, open_profile)
             if summary is not None:
                 ranks.append({**summary, "rank": rank, "worker": w.name, "span": s})
         ranks.sort(key=lambda x: x["rank"])

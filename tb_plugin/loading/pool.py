@@ -14,7 +14,7 @@ for good (its future then raises BrokenProcessPool).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import concurrent.futures.process
+import concurrent.futures.process  # noqa: F401 (makes cf.process available)
 import logging
 import multiprocessing
 import os

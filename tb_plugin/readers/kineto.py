@@ -47,7 +47,6 @@ meta      producer "kineto", device "gpu" if there are device events or devicePr
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import numpy as np

@@ -19,7 +19,6 @@ One span = one device id `{id}`; every file carries the id in its name.
 """
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np

@@ -451,42 +451,6 @@ def _steps_from_trace(profile: Profile) -> pd.DataFrame | None:
                         col("dur", "FP_BP Time"), col("dur", "Iteration Refresh"))
 
 
-def _steps_from_trace(profile: Profile) -> pd.DataFrame | None:
-    sl = profile.table("slices")
-    if len(sl) == 0:
-        return None
-    names = sl["name"].astype(str)
-    cand = names.str.match(r"^(Iteration \d+|FP_BP Time \d+|Iteration Refresh \d+)$")
-    if not cand.any():
-        return None
-    sub = sl[cand.to_numpy()]
-    nm = names[cand]
-    it_mask = nm.str.match(r"^Iteration \d+$").to_numpy()
-    its = sub[it_mask]
-    if len(its) == 0:
-        return None
-    best_track = its["track_id"].value_counts().index[0]
-    sub = sub[(sub["track_id"] == best_track).to_numpy()]
-    nm = sub["name"].astype(str)
-    num = nm.str.extract(r"(\d+)$")[0].astype(np.int64).to_numpy()
-    kind = nm.str.replace(r" \d+$", "", regex=True).to_numpy()
-    d = pd.DataFrame({"num": num, "kind": kind, "start": sub["start_ns"].to_numpy(),
-                      "dur": sub["dur_ns"].to_numpy()})
-    piv = d.pivot_table(index="num", columns="kind", values=["start", "dur"], aggfunc="first")
-    if ("dur", "Iteration") not in piv.columns:
-        return None
-    piv = piv[piv[("dur", "Iteration")].notna()]
-
-    def col(a, b):
-        return piv[(a, b)].fillna(0).astype(np.int64).to_numpy() if (a, b) in piv.columns \
-            else np.zeros(len(piv), np.int64)
-
-    start = col("start", "Iteration")
-    total = col("dur", "Iteration")
-    return _steps_frame(piv.index.to_numpy(np.int64), start, start + total, total,
-                        col("dur", "FP_BP Time"), col("dur", "Iteration Refresh"))
-
-
 def _memory_device(df: pd.DataFrame, device_id) -> np.ndarray:
     """`NPU:{Device_id}`, else the Device text as written, else the span's device."""
     c = C.resolve(df, C.MSPROF_MEMORY_DEVICE)
