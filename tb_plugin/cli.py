@@ -151,7 +151,7 @@ def cmd_advise(args) -> int:
         results = [advisor_runs.run_result(loader, r, thresholds)
                    for r in _select_runs(loader, args.run)]
     finally:
-        loader.stop()
+        loader.stop(terminate_readers=True)
     if args.format == "json":
         print(json.dumps({"runs": results}, indent=2, ensure_ascii=False))
     elif args.format == "markdown":
@@ -182,7 +182,7 @@ def cmd_summary(args) -> int:
                     workers.append({"worker": w.name, "span": s, **overview.summary(prof)})
             out.append({"run": r.name, "profiles": workers})
     finally:
-        loader.stop()
+        loader.stop(terminate_readers=True)
     if args.format == "json":
         print(json.dumps({"runs": out}, indent=2, ensure_ascii=False, default=str))
         return 0
@@ -224,7 +224,8 @@ def _progress(args) -> Progress:
     return Progress(args.progress or sys.stderr.isatty())
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None) -> int:
+    """Parse the arguments and run the command; its exit status."""
     parser = argparse.ArgumentParser(prog="npu-profiler", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     adv = sub.add_parser("advise", help="tuning findings with evidence and advice")
@@ -253,5 +254,24 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point: runs the command, flushes its output, and exits at once.
+
+    Exiting at once matters: the reader pool may still be reading spans the command did not
+    ask for, and at interpreter exit Python joins a process pool's workers, so the command
+    would wait for them (or, in rare shutdown races, hang). The cache entries they were
+    writing are written aside and renamed, so a cut-off one is simply built again."""
+    try:
+        code = run(argv)
+    except SystemExit as exc:  # argparse (--help, bad arguments) and "unknown run"
+        code = exc.code
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+            code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -57,9 +57,10 @@ class Loader:
         if self.logdir:
             self._poll.start()
 
-    def stop(self) -> None:
+    def stop(self, terminate_readers: bool = False) -> None:
+        """Stop scanning and loading (`terminate_readers`: end the reader processes now)."""
         self._poll.stop()
-        self._pool.shutdown()
+        self._pool.shutdown(terminate=terminate_readers)
 
     def wait_scanned(self, timeout: float | None = None) -> bool:
         return self._poll.wait_scanned(timeout)

@@ -42,12 +42,26 @@ class ReaderPool:
         self._attempt(outcome, fn, args, 1)
         return outcome
 
-    def shutdown(self) -> None:
+    def shutdown(self, terminate: bool = False) -> None:
+        """Stop taking work; queued tasks are cancelled. With `terminate`, the reader
+        processes are ended too instead of finishing their current task: a command-line
+        process that exits must not leave readers behind (they would outlive it and hold
+        its output pipes open)."""
         with self._lock:
             self._stopped = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if pool is None:
+            return
+        # A process pool's workers (a thread pool has none); read before shutdown forgets them.
+        procs = list((getattr(pool, "_processes", None) or {}).values()) if terminate else []
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            try:
+                proc.terminate()
+            except (OSError, AttributeError):
+                pass
+        for proc in procs:
+            proc.join(timeout=5)
 
     # ---- internals -------------------------------------------------------------------
     def _attempt(self, outcome: cf.Future, fn, args, attempt: int) -> None:

@@ -24,3 +24,12 @@ def die_always() -> None:
 
 def square(n: int) -> int:
     return n * n
+
+
+def pid_then_sleep(path: str, seconds: float) -> None:
+    """Writes its process id to `path`, then sleeps (a reader busy with a long span)."""
+    import time
+
+    with open(path, "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(seconds)

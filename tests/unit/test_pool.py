@@ -1,10 +1,12 @@
 """ReaderPool: results, the retry in isolation when a reader process dies, shutdown."""
 import concurrent.futures as cf
+import os
+import time
 
 import pytest
 
 from tb_plugin.loading.pool import BrokenReader, ReaderPool
-from tests.unit.crashing_build import die_always, die_once, square
+from tests.unit.crashing_build import die_always, die_once, pid_then_sleep, square
 
 
 def test_a_dead_reader_fails_only_the_task_that_kills_it_again(tmp_path):
@@ -31,3 +33,24 @@ def test_in_process_runs_in_a_thread_and_refuses_work_after_shutdown():
     pool.shutdown()
     fut = pool.submit(square, 3)
     assert isinstance(fut.exception(timeout=5), RuntimeError)  # no fallback after shutdown
+
+
+def test_shutdown_with_terminate_ends_a_busy_reader_process(tmp_path):
+    # The command line exits while a reader is still busy: that process must end with it
+    # (an orphaned reader would hold the command's output pipes open).
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    marker = tmp_path / "pid"
+    pool.submit(pid_then_sleep, str(marker), 600)
+    deadline = time.time() + 120
+    while not (marker.exists() and marker.read_text()) and time.time() < deadline:
+        time.sleep(0.1)
+    pid = int(marker.read_text())
+    pool.shutdown(terminate=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"reader process {pid} still runs after shutdown(terminate=True)")
