@@ -305,3 +305,4 @@ def test_advisor_in_dark_theme(dark_page, server):
     bg = page.evaluate("getComputedStyle(document.querySelector('.card')).backgroundColor")
     assert bg != "rgb(255, 255, 255)"
     screenshot(page, "advisor_dark")
+    copy_screenshot_to_docs("advisor_dark")
