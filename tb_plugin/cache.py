@@ -28,6 +28,7 @@ import shutil
 import tempfile
 import threading
 
+from .lru import LRU
 from .model import FileError, Profile, ProfileMeta, table_path, write_table
 
 # Bump when readers or the model change what they store.
@@ -124,6 +125,30 @@ class ProfileCache:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+class DerivedStore:
+    """A JSON document derived from each cache entry (an analysis result), kept three ways:
+    a memory LRU, then the entry's derived file (`ProfileCache.read_derived`), then
+    `compute()` once, stored in both. A compute that returns None stores nothing."""
+
+    def __init__(self, kind: str, size: int):
+        self.kind = kind
+        self._mem: LRU[tuple[str, str], object] = LRU(size)
+
+    def get(self, cache_root: str, key: str, suffix: str, compute):
+        hit = self._mem.get((key, suffix))
+        if hit is not None:
+            return hit
+        cache = ProfileCache.at(cache_root)
+        doc = cache.read_derived(self.kind, key, suffix)
+        if doc is None:
+            doc = compute()
+            if doc is None:
+                return None
+            cache.write_derived(self.kind, key, suffix, doc)
+        self._mem.put((key, suffix), doc)
+        return doc
 
 
 def _ensure_writable(path: str) -> bool:

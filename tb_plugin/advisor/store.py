@@ -7,34 +7,22 @@ from __future__ import annotations
 
 import json
 
-from ..cache import ProfileCache
-from ..lru import LRU
+from ..cache import DerivedStore
 
 # Bump when a rule changes what it reports.
 ADVISOR_VERSION = 1
 
 
 class AdviceStore:
-    """Advice per (cache entry, variant): memory LRU, then the JSON the cache keeps for the
-    entry (`ProfileCache.derived_path("advisor", key, ...)`), then computed."""
+    """Advice per (cache entry, variant), through the cache's `DerivedStore`."""
 
     def __init__(self, size: int = 4096):
-        self._mem: LRU[str, dict] = LRU(size)
+        self._docs = DerivedStore("advisor", size)
 
     def get(self, cache_root: str, key: str, variant: str, compute) -> dict:
-        ident = f"{key}.{variant}"
-        hit = self._mem.get(ident)
-        if hit is not None:
-            return hit
-        cache = ProfileCache.at(cache_root)
-        suffix = f".{variant}.json"
-        value = cache.read_derived("advisor", key, suffix)
-        if value is None:
-            # Through JSON once, so a computed answer has the same types as a stored one.
-            value = json.loads(json.dumps(compute(), default=_json_default))
-            cache.write_derived("advisor", key, suffix, value)
-        self._mem.put(ident, value)
-        return value
+        # Through JSON once, so a computed answer has the same types as a stored one.
+        return self._docs.get(cache_root, key, f".{variant}.json",
+                              lambda: json.loads(json.dumps(compute(), default=_json_default)))
 
 
 def _json_default(o):

@@ -53,8 +53,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..cache import ProfileCache
-from ..lru import LRU
+from ..cache import DerivedStore
 from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_category_label
 from .kernels import view_rows
 
@@ -292,24 +291,18 @@ class SummaryStore:
     (its tables released afterwards)."""
 
     def __init__(self, size: int = 8192):
-        self._mem: LRU[str, dict] = LRU(size)
+        self._docs = DerivedStore("distributed", size)
 
     def get(self, cache_root: str, key: str, load_profile) -> dict | None:
-        hit = self._mem.get(key)
-        if hit is not None:
-            return hit
-        cache = ProfileCache.at(cache_root)
-        suffix = f".v{SUMMARY_VERSION}.json"
-        summary = cache.read_derived("distributed", key, suffix)
-        if summary is None:
+        def compute():
             prof = load_profile()
             if prof is None:
                 return None
             summary = rank_summary(prof)
             prof.release()
-            cache.write_derived("distributed", key, suffix, summary)
-        self._mem.put(key, summary)
-        return summary
+            return summary
+
+        return self._docs.get(cache_root, key, f".v{SUMMARY_VERSION}.json", compute)
 
 
 # ---- whole run -----------------------------------------------------------------------------
