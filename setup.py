@@ -31,7 +31,10 @@ setup(
         "regex>=2023.0",  # trace search: time-limited regular expressions
     ],
     extras_require={
-        "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9"],
+        # Reading profiles on a Dask cluster (NPU_PROFILER_DASK_SCHEDULER, cache build --scheduler).
+        "dask": ["distributed>=2023.1"],
+        "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9",
+                 "distributed>=2023.1"],
     },
     entry_points={
         "tensorboard_plugins": [

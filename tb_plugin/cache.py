@@ -100,6 +100,48 @@ class ProfileCache:
         """Write a later load stage's tables and meta into the existing entry."""
         write_profile(self.entry_dir(key), profile)
 
+    # ---- maintenance (npu-profiler cache info / clear) ---------------------------------
+    def stats(self) -> dict:
+        """What this cache holds: complete entries (and how many have their timeline),
+        unfinished build directories, derived documents per kind, bytes on disk, and the
+        directories of other cache versions (stale: nothing reads them)."""
+        entries = timelines = unfinished = 0
+        derived: dict[str, int] = {}
+        size = 0
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            rel = os.path.relpath(dirpath, self.root).split(os.sep)
+            size += sum(_size(os.path.join(dirpath, f)) for f in filenames)
+            if len(rel) == 2 and len(rel[0]) == 2:  # <key[:2]>/<key>[.tmp-*]
+                if ".tmp-" in rel[1]:
+                    unfinished += 1
+                elif META_FILE in filenames:
+                    entries += 1
+                    timelines += _trace_ready(os.path.join(dirpath, META_FILE))
+            elif len(rel) == 2 and len(rel[1]) == 2:  # <kind>/<key[:2]>/<key><suffix>
+                derived[rel[0]] = derived.get(rel[0], 0) + len(filenames)
+        parent = os.path.dirname(self.root)
+        others = sorted(d for d in _listdir(parent)
+                        if d.startswith("v") and d[1:].isdigit() and d != f"v{VERSION}")
+        return {"root": self.root, "version": VERSION, "entries": entries,
+                "entries_with_timeline": timelines, "unfinished": unfinished,
+                "derived": dict(sorted(derived.items())), "bytes": size,
+                "other_versions": others}
+
+    def clear(self, all_versions: bool = False) -> list[str]:
+        """Remove this version's entries (and with `all_versions`, every version's); the
+        directories removed. Entries open elsewhere stay readable until closed (POSIX)."""
+        parent = os.path.dirname(self.root)
+        names = ([d for d in _listdir(parent) if d.startswith("v") and d[1:].isdigit()]
+                 if all_versions else [os.path.basename(self.root)])
+        removed = []
+        for name in sorted(names):
+            path = os.path.join(parent, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        os.makedirs(self.root, exist_ok=True)
+        return removed
+
     # ---- derived results kept next to the entries ---------------------------------------
     def derived_path(self, kind: str, key: str, suffix: str) -> str:
         return os.path.join(self.root, kind, key[:2], f"{key}{suffix}")
@@ -149,6 +191,28 @@ class DerivedStore:
             cache.write_derived(self.kind, key, suffix, doc)
         self._mem.put((key, suffix), doc)
         return doc
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _trace_ready(meta_path: str) -> bool:
+    try:
+        with open(meta_path, encoding="utf-8") as fh:
+            return bool(json.load(fh).get("meta", {}).get("trace_ready"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _ensure_writable(path: str) -> bool:

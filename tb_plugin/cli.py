@@ -3,10 +3,16 @@
     npu-profiler advise LOGDIR [--run R] [--format text|json|markdown] [--fail-on high|medium]
     npu-profiler summary LOGDIR [--run R] [--format text|json]
     npu-profiler thresholds [--format text|json]
+    npu-profiler cache build LOGDIR [--scheduler ADDR] [--progress]
+    npu-profiler cache info [LOGDIR] [--format text|json]
+    npu-profiler cache clear [--all-versions]
 
 Uses the plugin's own discovery, readers, cache (the same cache directory as TensorBoard,
 `$NPU_PROFILER_CACHE_DIR`) and advisor, so the numbers are the API's. While profiles load, a
 progress line is drawn on stderr (when stderr is a terminal, or with --progress).
+`cache build` reads every profile of a logdir into the cache ahead of time (e.g. as a batch
+job next to the training cluster; `--scheduler` runs the parses on a Dask cluster), so a
+TensorBoard started on the same cache opens them at once.
 `--fail-on high` exits with status 1 when a finding of that severity (or higher) exists,
 for CI; status 2 is a usage or input error.
 """
@@ -22,7 +28,10 @@ import time
 from .advisor import runs as advisor_runs
 from .advisor import thresholds as advisor_thresholds
 from .analysis import overview
+from . import discovery
+from .cache import ProfileCache
 from .loading import Loader
+from .loading.scan import span_states
 
 SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
@@ -52,9 +61,11 @@ class Progress:
 
 
 def _load(logdir: str, run_names: list[str] | None, progress: Progress,
-          timeout: float = 24 * 3600) -> Loader:
+          timeout: float = 24 * 3600, scheduler: str | None = None) -> Loader:
     """Discover and read every span (views and timeline), reporting progress."""
-    loader = Loader(logdir)
+    loader = Loader(logdir, scheduler=scheduler)
+    for note in loader.notes():  # e.g. the Dask scheduler could not be used
+        print(f"npu-profiler: {note}", file=sys.stderr)
     loader.scan()
     runs = [r.name for r in loader.runs()]
     wanted = run_names or runs
@@ -220,6 +231,60 @@ def cmd_thresholds(args) -> int:
     return 0
 
 
+def cmd_cache_build(args) -> int:
+    started = time.time()
+    loader = _load(args.logdir, None, _progress(args), scheduler=args.scheduler)
+    try:
+        states = [st for r in loader.runs() for st in loader.span_states(r.name)]
+        failed = [st for st in states if st.state == "error" or st.trace_state == "error"]
+        print(f"{len(states)} profiles in {len(loader.runs())} runs cached in "
+              f"{time.time() - started:.1f} s at {loader.cache.root}")
+        for st in failed:
+            print(f"  {st.span.run} {st.span.worker} {st.span.span}: could not be read: "
+                  f"{st.error or st.trace_error}")
+    finally:
+        loader.stop(terminate_readers=True)
+    return 1 if failed else 0
+
+
+def cmd_cache_info(args) -> int:
+    cache = ProfileCache()
+    info = cache.stats()
+    if args.logdir is not None:
+        runs, _ = discovery.discover(os.path.abspath(args.logdir))
+        states, _ = span_states(runs, {})  # the cache keys of the logdir's spans, nothing read
+        built = [st for st in states.values() if cache.has(st.key)]
+        info["logdir"] = {"path": os.path.abspath(args.logdir), "profiles": len(states),
+                          "cached": len(built),
+                          "cached_with_timeline": sum(
+                              bool(cache.load(st.key).meta.trace_ready) for st in built)}
+    if args.format == "json":
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"cache {info['root']} (version {info['version']}): {info['entries']} profiles "
+          f"({info['entries_with_timeline']} with timeline), {info['bytes'] / 1e6:,.1f} MB")
+    if info["derived"]:
+        print("  derived: " + ", ".join(f"{k} {v}" for k, v in info["derived"].items()))
+    if info["unfinished"]:
+        print(f"  {info['unfinished']} unfinished builds (a reader was stopped; rebuilt on use)")
+    if info["other_versions"]:
+        print(f"  stale versions (clear with --all-versions): {', '.join(info['other_versions'])}")
+    if "logdir" in info:
+        d = info["logdir"]
+        print(f"  {d['path']}: {d['cached']} of {d['profiles']} profiles cached "
+              f"({d['cached_with_timeline']} with timeline)")
+    return 0
+
+
+def cmd_cache_clear(args) -> int:
+    removed = ProfileCache().clear(all_versions=args.all_versions)
+    for path in removed:
+        print(f"removed {path}")
+    if not removed:
+        print("nothing to remove")
+    return 0
+
+
 def _progress(args) -> Progress:
     return Progress(args.progress or sys.stderr.isatty())
 
@@ -247,6 +312,23 @@ def run(argv: list[str] | None = None) -> int:
                                             f"${advisor_thresholds.ENV_VAR})")
     thr.add_argument("--format", choices=("text", "json"), default="text")
     thr.set_defaults(func=cmd_thresholds)
+    cache = sub.add_parser("cache", help="build, inspect or clear the profile cache "
+                                         "($NPU_PROFILER_CACHE_DIR)")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    build = cache_sub.add_parser("build", help="read every profile of LOGDIR into the cache")
+    build.add_argument("logdir")
+    build.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786); default "
+                       "$NPU_PROFILER_DASK_SCHEDULER, else local reader processes")
+    build.add_argument("--progress", action="store_true")
+    build.set_defaults(func=cmd_cache_build)
+    info = cache_sub.add_parser("info", help="what the cache holds (and how much of LOGDIR)")
+    info.add_argument("logdir", nargs="?")
+    info.add_argument("--format", choices=("text", "json"), default="text")
+    info.set_defaults(func=cmd_cache_info)
+    clear = cache_sub.add_parser("clear", help="remove the cache's entries")
+    clear.add_argument("--all-versions", action="store_true",
+                       help="also remove the entries of other (older) cache versions")
+    clear.set_defaults(func=cmd_cache_clear)
     args = parser.parse_args(argv)
     if getattr(args, "logdir", None) is not None and not os.path.isdir(args.logdir):
         print(f"npu-profiler: {args.logdir}: not a directory", file=sys.stderr)

@@ -22,7 +22,7 @@ from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
 from .build import build_entry, build_trace
-from .pool import ReaderPool
+from .dask_pool import make_pool
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
 from .spans import SpanFacts, SpanState
@@ -36,11 +36,12 @@ POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
 class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
-                 build=build_entry, build_trace=build_trace):
+                 build=build_entry, build_trace=build_trace, scheduler: str | None = None):
         self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
         self.cache = cache or ProfileCache()
         self.open_profiles = OpenProfiles(self.cache)
-        self._pool = ReaderPool(max_workers)
+        # Local reader processes, or a Dask cluster (`scheduler`, $NPU_PROFILER_DASK_SCHEDULER).
+        self._pool, self._pool_note = make_pool(max_workers, scheduler)
         self._poll = PollLoop(self.scan, poll_seconds)
         self._lock = threading.RLock()
         self._runs: dict[str, discovery.Run] = {}
@@ -160,7 +161,7 @@ class Loader:
 
     def notes(self) -> list[str]:
         with self._lock:
-            return list(self._notes)
+            return ([self._pool_note] if self._pool_note else []) + list(self._notes)
 
     def run(self, name: str) -> discovery.Run | None:
         with self._lock:
