@@ -59,6 +59,7 @@ from .kernels import view_rows
 
 CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank
 SUMMARY_VERSION = 2
+SUMMARY_SUFFIX = f".v{SUMMARY_VERSION}.json"  # the summary document kept per cache entry
 # Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.
 DIXON_Q99 = {3: 0.994, 4: 0.926, 5: 0.821, 6: 0.740, 7: 0.680, 8: 0.634, 9: 0.598, 10: 0.568}
 ROBUST_Z = 3.5
@@ -302,7 +303,7 @@ class SummaryStore:
             prof.release()
             return summary
 
-        return self._docs.get(cache_root, key, f".v{SUMMARY_VERSION}.json", compute)
+        return self._docs.get(cache_root, key, SUMMARY_SUFFIX, compute)
 
 
 # ---- whole run -----------------------------------------------------------------------------

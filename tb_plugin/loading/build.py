@@ -11,6 +11,7 @@ import logging
 import time
 import traceback
 
+from ..analysis import distributed
 from ..cache import ProfileCache
 from ..model import FileError, Profile, ProfileMeta, spilling
 from ..readers import SpanSource
@@ -42,11 +43,28 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         except Exception as exc:
             profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
             log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+    summary = _rank_summary(profile, span)
     profile.meta.load_seconds = round(time.time() - started, 3)
     cache.commit(key, work, profile)
+    if summary is not None:
+        cache.write_derived("distributed", key, distributed.SUMMARY_SUFFIX, summary)
     del profile
     give_memory_back()
     return {"key": key, "cached": False}
+
+
+def _rank_summary(profile: Profile, span: SpanSource) -> dict | None:
+    """A rank's summary for the distributed view, made while its tables are at hand (the
+    views-stage tables are all it reads), so that a view over thousands of ranks reads one
+    small document per rank instead of opening every rank's tables in TensorBoard."""
+    if span.rank is None and profile.meta.rank is None:
+        return None
+    try:
+        return distributed.rank_summary(profile)
+    except Exception:
+        log.error("rank summary failed for %s (it is made again on request)\n%s", span.root,
+                  traceback.format_exc())
+        return None
 
 
 def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
