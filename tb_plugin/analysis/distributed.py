@@ -187,16 +187,18 @@ def _comm_ops(profile: Profile) -> tuple[list[dict], str | None]:
             "size": pd.to_numeric(ops["transit_size_mb"], errors="coerce").to_numpy(dtype=np.float64),
             "calls": np.ones(len(ops), dtype=np.int64),
         })
-        g = df.groupby(["name", "group"], sort=True).agg(
-            calls=("calls", "sum"), elapse=("elapse", "sum"), transit=("transit", "sum"),
-            wait=("wait", "sum"), sync=("sync", "sum"), idle=("idle", "sum"),
-            size=("size", lambda s: float(np.nansum(s)) if np.isfinite(s).any() else float("nan")))
-        rows = []
-        for (name, group), r in g.iterrows():
-            rows.append({"name": str(name), "group": str(group), "calls": int(r["calls"]),
-                         "total_us": r["elapse"] / 1000.0, "transit_us": r["transit"] / 1000.0,
-                         "wait_us": r["wait"] / 1000.0, "sync_us": r["sync"] / 1000.0,
-                         "idle_us": r["idle"] / 1000.0, "size_mb": _num(r["size"])})
+        # Non-finite sizes are not summed; a group with no finite size has none (NaN).
+        df["size"] = df["size"].where(np.isfinite(df["size"]))
+        by = df.groupby(["name", "group"], sort=True)
+        g = by[["calls", "elapse", "transit", "wait", "sync", "idle"]].sum()
+        g["size"] = by["size"].sum(min_count=1)
+        rows = [{"name": str(name), "group": str(group), "calls": int(calls),
+                 "total_us": el / 1000.0, "transit_us": tr / 1000.0, "wait_us": wa / 1000.0,
+                 "sync_us": sy / 1000.0, "idle_us": idl / 1000.0, "size_mb": _num(size)}
+                for (name, group), calls, el, tr, wa, sy, idl, size in zip(
+                    g.index, g["calls"].tolist(), g["elapse"].tolist(), g["transit"].tolist(),
+                    g["wait"].tolist(), g["sync"].tolist(), g["idle"].tolist(),
+                    g["size"].tolist())]
         return rows, "communication.json"
     if not profile.has("kernels"):
         return [], None
@@ -230,18 +232,24 @@ def _links(profile: Profile) -> list[dict]:
     keep = src != dst
     if not keep.any():
         return []
-    df = pd.DataFrame({
-        "src": src[keep], "dst": dst[keep],
-        "transport": links["transport"].astype("string").fillna("").to_numpy(dtype=object)[keep],
-        "size": pd.to_numeric(links["transit_size_mb"], errors="coerce").fillna(0).to_numpy()[keep],
-        "time": links["transit_ns"].to_numpy(dtype=np.int64)[keep],
-    })
-    g = df.groupby(["src", "dst"], sort=True).agg(
-        transport=("transport", lambda s: s.value_counts().index[0]), size=("size", "sum"),
-        time=("time", "sum"), n=("size", "size"))
-    return [{"src": int(s), "dst": int(d), "transport": str(r["transport"]),
-             "size_mb": float(r["size"]), "time_us": r["time"] / 1000.0, "entries": int(r["n"])}
-            for (s, d), r in g.iterrows()]
+    src, dst = src[keep], dst[keep]
+    transport = links["transport"].astype("string").fillna("").to_numpy(dtype=object)[keep]
+    size = pd.to_numeric(links["transit_size_mb"], errors="coerce").fillna(0).to_numpy()[keep]
+    time_ns = links["transit_ns"].to_numpy(dtype=np.int64)[keep]
+    # One row per (src, dst) in sorted order; sums by bincount over the pair's index.
+    pairs, inverse = np.unique(np.stack([src, dst], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n = np.bincount(inverse, minlength=len(pairs))
+    size_sum = np.bincount(inverse, weights=size, minlength=len(pairs))
+    time_sum = np.bincount(inverse, weights=time_ns, minlength=len(pairs))
+    # The link's transport: the one most of its entries name (ties: the one seen first).
+    votes: list[dict] = [{} for _ in range(len(pairs))]
+    for i, t in zip(inverse.tolist(), transport.tolist()):
+        votes[i][t] = votes[i].get(t, 0) + 1
+    return [{"src": int(s), "dst": int(d), "transport": str(max(v, key=v.get)),
+             "size_mb": float(sz), "time_us": float(t) / 1000.0, "entries": int(c)}
+            for (s, d), v, sz, t, c in zip(pairs.tolist(), votes, size_sum.tolist(),
+                                           time_sum.tolist(), n.tolist())]
 
 
 def _collectives(profile: Profile) -> list[list]:
