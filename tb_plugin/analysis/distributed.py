@@ -607,11 +607,14 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
     for c in CATEGORIES:
         vals = np.array([s[f"avg_{c}_us"] for s in stats if s[f"avg_{c}_us"] is not None])
         dist[f"avg_{c}_us"] = _percentiles(vals)
-    per_step = []
-    for sid in step_ids:
-        vals = np.array([x["total_us"] for s in summaries for x in s.get("steps") or []
-                         if x["step"] == sid])
-        per_step.append({"step": sid, **_percentiles(vals)})
+    # Every (step, step time) of every rank, grouped once (ranks x steps can be ~10^6).
+    sids = np.array([x["step"] for s in summaries for x in s.get("steps") or []], dtype=np.int64)
+    totals = np.array([x["total_us"] for s in summaries for x in s.get("steps") or []],
+                      dtype=np.float64)
+    order = np.argsort(sids, kind="stable")
+    bounds = np.searchsorted(sids[order], step_ids + [np.iinfo(np.int64).max])
+    per_step = [{"step": sid, **_percentiles(totals[order[bounds[i]:bounds[i + 1]]])}
+                for i, sid in enumerate(step_ids)]
     dist["per_step"] = per_step
     ranked = sorted([s for s in stats if s["avg_total_us"] is not None],
                     key=lambda s: -s["avg_total_us"])
