@@ -117,8 +117,6 @@ def queues(profile: Profile) -> tuple[dict | None, dict | None, dict | None, str
     a size record of 0 is an empty batch, one equal to the capacity a full one; times are the
     means of the recorded batches (ms)."""
     q = profile.table("pipeline_queues")
-    if not len(q):
-        return None, None, None, None
     name = q["queue"].astype(str)
     dq_rows = q[name.isin(["device_queue", "dataset_iterator"])]
     source = str(dq_rows["queue"].astype(str).iloc[0]) if len(dq_rows) else None
@@ -130,6 +128,11 @@ def queues(profile: Profile) -> tuple[dict | None, dict | None, dict | None, str
         v = rows.loc[rows["record"].astype(str) == record, "value"].to_numpy(dtype=np.float64)
         v = v[~np.isnan(v)]
         times[key] = float(v.mean()) if len(v) else None
+    if not len(dq_rows):  # MindSpore 2.x: its summary's per-batch averages
+        figures = summary_figures(profile)
+        for key, fig in (("get_ms", "per_pipeline_time"), ("push_ms", "per_push_queue_time"),
+                         ("batch_ms", "per_batch_time")):
+            times[key] = figures.get(fig)
     batch_times = times if any(v is not None for v in times.values()) else None
     return _queue_stats(dq_rows, True), _queue_stats(gn_rows, False), batch_times, source
 
