@@ -55,6 +55,9 @@ LEGACY_MS_MARKERS = [
     re.compile(r"^aicore_intermediate_(?P<id>\d+)_type\.csv$"),
     re.compile(r"^output_timeline_data_(?P<id>\d+)\.txt$"),
     re.compile(r"^(?:ascend_)?timeline_display_(?P<id>\d+)\.json$"),
+    # A dir profiled with data_process=True only (readers/minddata.py).
+    re.compile(r"^minddata_pipeline_raw_(?P<id>\d+)\.csv$"),
+    re.compile(r"^pipeline_profiling_(?P<id>\d+)\.json$"),
 ]
 
 # Bounds: discovery must finish quickly whatever the logdir holds.

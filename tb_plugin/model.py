@@ -172,6 +172,62 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "transit_ns": "int64",
         "bandwidth_gbps": "float64",
     },
+    # MindSpore data pipeline (readers/minddata.py, docs/formats.md §2.22/§2.23): one row per
+    # dataset op with an output queue, as minddata_pipeline_raw / pipeline_profiling / the
+    # summary json describe it. Inline ops (no queue) are left out with their children
+    # re-parented, as MindSpore's parser does, so the graph is what the user can tune.
+    "pipeline_ops": {
+        "op_id": "int64",              # the op's id in the pipeline (0 = root, the op nearest the device)
+        "op_type": "string",           # Batch, Map, TFReader, ImageFolderOp, ...
+        "num_workers": "Int64",        # num_parallel_workers of the op
+        "parent_id": "Int64",          # the op consuming this op's output (NA for the root)
+        "children_ids": "string",      # ids of the ops feeding it, comma separated ("" for a leaf)
+        "queue_samples": "Int64",      # output-queue size samples taken (NA when not recorded)
+        "queue_avg_size": "float64",   # mean of the output-queue size samples (rows)
+        "queue_capacity": "Int64",     # output-queue length (capacity)
+        "queue_usage_pct": "float64",  # 100 x avg size / capacity
+        "queue_empty_pct": "float64",  # share of samples with an empty queue (%)
+        "cpu_pct": "float64",          # mean user+sys CPU of the op's threads (% of one core)
+    },
+    # Device-side queue records: device_queue / dataset_iterator profiling (sink or feed
+    # mode) and the chip's get_next queue (minddata_aicpu, data_preprocess GetNext).
+    # `record`: size (value = rows in the queue, capacity set), get_ms / push_ms / batch_ms
+    # (pipeline get, push to the device, whole batch; ms), wait_ms (get_next dequeue wait).
+    "pipeline_queues": {
+        "queue": "category",           # device_queue | dataset_iterator | get_next
+        "batch": "Int64",              # batch (step) number when the file states it
+        "record": "category",
+        "value": "float64",
+        "capacity": "Int64",
+        # The record's timestamp as the file writes it (get_next: µs on Ascend, ns on GPU;
+        # device queue: MindSpore's own clock); NA when the line has none.
+        "ts": "Int64",
+    },
+    # Host CPU of the data pipeline (minddata_cpu_utilization): one row per sample of the
+    # whole machine (`scope` device), the training process (`process`) or one op (`op`).
+    "pipeline_cpu": {
+        "scope": "category",           # device | process | op
+        "op_id": "Int64",              # the op for scope op
+        "sample": "int64",             # sample index
+        "user_pct": "float64",
+        "sys_pct": "float64",
+        "io_pct": "float64",           # device scope only
+        "idle_pct": "float64",         # device scope only
+    },
+    # MindSpore 2.x dataset.csv: time per dataset operation and stage (µs averages).
+    "pipeline_stages": {
+        "operation": "string",
+        "stage": "string",
+        "occurrences": "int64",
+        "avg_us": "float64",
+        "custom_info": "string",
+    },
+    # Pipeline-level facts of MindSpore's own analysis (minddata_pipeline_summary_*.json /
+    # .csv), kept so the view can show them when the raw files are missing: one row per key.
+    "pipeline_summary": {
+        "key": "string",               # per_pipeline_time, per_push_queue_time, per_batch_time, ...
+        "value": "float64",            # -1 in the file (not available) is NA
+    },
 }
 
 TABLES = tuple(SCHEMAS)

@@ -2,7 +2,8 @@
 with a `RULE`, one line here."""
 from __future__ import annotations
 
-from .rules import (aicpu_ops, amp, communication, dataloader, dominant_op_type, dynamic_shape,
+from .rules import (aicpu_ops, amp, communication, data_pipeline, dataloader, dominant_op_type,
+                    dynamic_shape,
                     environment, fused_optimizer, gc, host_dispatch, iteration_gap, long_tasks,
                     low_device_util, memory_operators, op_time_spread, recompilation, slow_link,
                     straggler, synchronize_stream, task_wait, transdata)
@@ -18,6 +19,7 @@ RULES = [
     task_wait.RULE,
     recompilation.RULE,
     iteration_gap.RULE,
+    data_pipeline.RULE,
     environment.RULE,
     synchronize_stream.RULE,
     gc.RULE,

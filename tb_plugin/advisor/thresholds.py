@@ -34,6 +34,8 @@ _GUIDE_PT = "Ascend PyTorch Profiler guide"
 _GUIDE_PADDLE = "PaddlePaddle + msprof tuning guide"
 _TB = "torch-tb-profiler recommendations"
 _OURS = "this plugin (estimate; see the rule's doc string)"
+_MS_BOTTLENECK = "MindSpore minddata_analyzer.py (BottleneckAnalyzer)"
+_MI_PIPELINE = "MindInsight minddata_pipeline_analyser.py / minddata_pipeline_proposer.py"
 
 TABLE: tuple[Threshold, ...] = (
     # severity from the estimated share of step time a fix would save
@@ -112,6 +114,32 @@ TABLE: tuple[Threshold, ...] = (
               "share of the step", _TB),
     Threshold("amp_min_gemm_pct", 10.0, "% of device time", "single-precision GEMM / convolution "
               "kernels above this share of device time while no half-precision kernel runs", _OURS),
+    # data_pipeline (MindSpore MindData; analysis/data_pipeline.py)
+    Threshold("pipeline_cpu_high_pct", 75.0, "% per worker", "an op whose CPU per worker is "
+              "above this is CPU-bound: more num_parallel_workers help", _MS_BOTTLENECK),
+    Threshold("pipeline_cpu_low_pct", 20.0, "% per worker", "an op whose CPU per worker is below "
+              "this (with more than one worker) is not CPU-bound", _MS_BOTTLENECK),
+    Threshold("pipeline_leaf_queue_low_pct", 50.0, "% of capacity", "a leaf (source) op whose "
+              "output queue is used less than this reads too slowly", _MS_BOTTLENECK),
+    Threshold("pipeline_input_queue_low_pct", 10.0, "% of capacity", "an op whose input queue is "
+              "used less than this is starved by its children", _MS_BOTTLENECK),
+    Threshold("pipeline_queue_diff_pct", 50.0, "percentage points", "input-queue usage above "
+              "output-queue usage by more than this: the op consumes too slowly", _MS_BOTTLENECK),
+    Threshold("pipeline_device_input_empty_pct", 60.0, "% of samples", "the queue feeding the "
+              "device queue op empty more often than this: the host cannot keep up",
+              _MS_BOTTLENECK),
+    Threshold("pipeline_queue_high_pct", 80.0, "% of capacity", "every non-root queue at least "
+              "this full: the root op is the suspect", _MI_PIPELINE),
+    Threshold("pipeline_queue_low_pct", 60.0, "% of capacity", "a leaf op whose output queue is "
+              "used less than this is a suspect", _MI_PIPELINE),
+    Threshold("pipeline_child_diff_pct", 10.0, "percentage points", "a child's queue fuller than "
+              "its parent's by more than this: the parent is a suspect", _MI_PIPELINE),
+    Threshold("device_queue_empty_pct", 30.0, "% of batches", "the device (host to device) queue "
+              "empty in more than this share of batches: data processing is the bottleneck",
+              "MindInsight minddata_analyser.py (DEVICE_QUEUE_EMPTY_WARNING_THRESHOLD)"),
+    Threshold("host_cpu_saturated_pct", 80.0, "% of CPU", "host CPU busy (100 - idle) above "
+              "this: the data pipeline may be starved of CPU",
+              "MindInsight minddata_proposer.py (CPU utilization rule)"),
 )
 
 DEFAULTS: dict[str, float] = {t.name: t.value for t in TABLE}

@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import api, api_advisor, api_distributed, api_trace
+from . import api, api_advisor, api_data_pipeline, api_distributed, api_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +53,8 @@ VIEWS: list[View] = [
     # A trace the views stage deferred has no slices yet, but will.
     View("trace", "Trace", api_trace, tables=("slices", "counters"),
          when_span=lambda facts: facts.trace_deferred),
+    View("data_pipeline", "Data pipeline", api_data_pipeline,
+         tables=("pipeline_ops", "pipeline_queues", "pipeline_summary")),
     View("distributed", "Distributed", api_distributed,
          when_run=api_distributed.distributed_view_available),
     View("compare", "Compare", api_distributed, listed=False),

@@ -236,3 +236,38 @@ OUTPUT_TIMELINE_DATA = _table(
 AICORE_DETAIL = _table(("op", ("full_op_name", "full_kernel_name")))
 AICORE_TYPE = _table(("op_type", ("kernel_type", "op_type")))
 AICPU = _table(("op", ("op_type", "kernel_type", "op_name", "full_op_name")))
+
+# --------------------------------------------------------------------------- MindSpore data pipeline
+# minddata files of MindSpore <= 2.3 profiler*/ dirs and of 2.x ASCEND_PROFILER_OUTPUT
+# (docs/formats.md §2.22, §2.23; readers/minddata.py).
+
+MINDDATA_PIPELINE_RAW = _table(
+    ("op_id", ("op_id",), "int", REQUIRED),
+    ("op_type", ("op_type",), "text", REQUIRED),
+    ("num_workers", ("num_workers",), "int"),
+    ("queue_sizes", ("output_queue_size",), "text"),  # "[10, 20, 30]"
+    ("queue_avg_size", ("output_queue_average_size",), "float"),
+    ("queue_capacity", ("output_queue_length",), "int"),
+    ("queue_usage_rate", ("output_queue_usage_rate",), "float"),  # a fraction 0-1
+    ("parent_id", ("parent_id",), "int"),
+    ("children_ids", ("children_id", "children_ids"), "text"),  # "[2, 3]"
+)
+
+# MindSpore 2.x dataset.csv (MST ms_dataset_viewer.py); the unit header was written with and
+# without a space.
+DATASET = _table(
+    ("operation", ("Operation",), "text", REQUIRED),
+    ("stage", ("Stage",), "text"),
+    ("occurrences", ("Occurrences",), "int"),
+    ("avg_us", ("Avg. time(us)", "Avg. time (us)", "Avg time(us)"), "float"),
+    ("custom_info", ("Custom Info",), "text"),
+)
+
+# data_preprocess.csv (msprof aicpu): only the GetNext rows matter to the pipeline (the
+# chip-side dequeue of each batch). Older CANN wrote ms columns (docs/formats.md §2.13).
+DATA_PREPROCESS = _table(
+    ("node", ("Node", "Op Name", "op_name"), "text", REQUIRED),
+    ("ts_us", ("Timestamp(us)", "Start Time(us)"), "us"),
+    ("total_us", ("Total_time(us)", "Total Time(us)"), "float"),
+    ("total_ms", ("Total_time(ms)", "Total Time(ms)"), "float"),
+)

@@ -27,6 +27,7 @@ import pandas as pd
 from ..model import MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta, category_names
 from . import SpanSource
 from . import columns as C
+from . import minddata
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import us_text_to_ns
 
@@ -43,7 +44,7 @@ class _Ctx(ReadContext):
 
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     return run_steps(_Ctx(span, work_dir), [_read_trace, _read_kernels, _read_steps,
-                                            _check_any_data])
+                                            minddata.read_legacy, _check_any_data])
 
 
 def _check_any_data(ctx: _Ctx) -> None:

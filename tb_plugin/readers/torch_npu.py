@@ -49,6 +49,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
     profiler_step_windows
 from . import SpanSource
 from . import columns as C
+from . import minddata
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, to_int64, us_text_to_ns
 
@@ -138,7 +139,8 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
     steps = [
         _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
         _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix, _check_any_data, _finish_meta,
+        _read_communication, _read_communication_matrix, minddata.read_ascend_ms,
+        _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)

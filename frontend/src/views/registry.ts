@@ -11,6 +11,7 @@ import { MemoryView } from './Memory';
 import { TraceView } from './trace/TraceView';
 import { DistributedView } from './DistributedView';
 import { CompareView } from './CompareView';
+import { DataPipelineView } from './DataPipeline';
 
 export interface ViewEntry {
   id: string;
@@ -32,6 +33,7 @@ export const VIEWS: readonly ViewEntry[] = [
   { id: 'kernels', title: 'Kernels', component: KernelsView },
   { id: 'memory', title: 'Memory', component: MemoryView },
   { id: 'trace', title: 'Trace', component: TraceView, always: true },
+  { id: 'data_pipeline', title: 'Data pipeline', component: DataPipelineView },
   { id: 'distributed', title: 'Distributed', component: DistributedView, scope: 'run' },
 ];
 

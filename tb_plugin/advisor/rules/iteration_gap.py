@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import NotApplicable, Rule, us
+from . import data_pipeline
 
 ADVICE = ("Overlap input preparation with device work: more DataLoader workers "
           "(num_workers), pin_memory=True and prefetching; for MindSpore raise "
@@ -45,6 +46,9 @@ def check(ctx):
                 "avg_step_us": ctx.avg_step_us, "threshold_pct": ctx.t["iteration_gap_pct"],
                 "gaps": [{"before_step": int(ids[i + 1]), "gap_us": us(x)} for i, x in zip(cons, gaps)],
                 "worst_gap_start_us": us(a), "worst_gap_end_us": us(b)}
+    pipeline = data_pipeline.evidence(ctx)  # MindSpore: what the data pipeline says about the gap
+    if pipeline is not None:
+        evidence["data_pipeline"] = pipeline
     msg = (f"The device idles {mean_gap:,.0f} µs between steps on average ({pct:.1f}% of the "
            f"step time, up to {us(gaps.max()):,.0f} µs before step {int(ids[cons[w] + 1])}).")
     return [ctx.finding("iteration_gap", "iteration_gap", "Long gaps between steps", msg, ADVICE,
