@@ -49,6 +49,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
     profiler_step_windows
 from . import SpanSource
 from . import columns as C
+from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, to_int64, us_text_to_ns
 
@@ -115,6 +116,8 @@ def _trace_deferrable(ctx: "_Ctx") -> bool:
     trace = _trace_file(ctx)
     if trace is None or not ctx.readable(trace):
         return False
+    if ctx.dialect.producer == "mindspore" and not _operator_file_has_durations(ctx):
+        return False  # MindSpore's operator times come from the trace (_read_mindspore_operators)
     return ctx.path("step_trace_time.csv") is not None and (
         ctx.path("kernel_details.csv") is not None or ctx.path("operator_details.csv") is not None)
 
@@ -138,7 +141,8 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
     steps = [
         _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
         _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix, _check_any_data, _finish_meta,
+        _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
+        _read_mindspore_operators, _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
@@ -644,3 +648,155 @@ def _read_communication_matrix(ctx: _Ctx) -> None:
     out = pd.DataFrame(rows)
     out["step"] = out["step"].astype("Int64")
     ctx.profile.set("communication_links", out, keep_extra=True)
+
+
+# --------------------------------------------------------------------------- graph mode
+
+def _read_statistics(ctx: _Ctx) -> None:
+    """op_statistic.csv and api_statistic.csv as written (readers.statistics)."""
+    df = ctx.csv("op_statistic.csv", required=C.required(C.OP_STATISTIC))
+    if df is not None and len(df):
+        ctx.profile.set("op_statistic", statistics.op_statistic(df, ctx.profile.meta.device_id))
+    df = ctx.csv("api_statistic.csv", required=C.required(C.API_STATISTIC))
+    if df is not None and len(df):
+        ctx.profile.set("api_statistic", statistics.api_statistic(df))
+
+
+def _read_aicpu(ctx: _Ctx) -> None:
+    """data_preprocess.csv AI CPU tasks join the kernels (core AI_CPU) unless listed."""
+    df = ctx.csv("data_preprocess.csv", required=C.required(C.AICPU_TASKS))
+    if df is None or len(df) == 0:
+        return
+    tasks = statistics.aicpu_kernels(df, ctx.profile.meta.device_id)
+    dev = ctx.profile.meta.device_id
+    if dev is not None:
+        tasks["device_id"] = pd.array([dev] * len(tasks), dtype="Int64")
+    p = ctx.profile
+    p.set("kernels", statistics.add_aicpu(p.table("kernels") if p.has("kernels") else None,
+                                          tasks), keep_extra=True)
+
+
+def _operator_file_has_durations(ctx: _Ctx) -> bool:
+    path = ctx.path("operator_details.csv")
+    if path is None:
+        return False
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            header = fh.readline()
+    except OSError:
+        return False
+    return "Duration" in header
+
+
+_KERNEL_LAUNCH = "Kernel::KernelLaunch::"
+_NPU_FLOWS = ("mindspore_to_npu", "torch_to_npu")
+
+
+def _read_mindspore_operators(ctx: _Ctx) -> None:
+    """MindSpore 2.x: operator_details.csv has only Name / Input Shapes, so each operator
+    call is a slice of the trace's `MindSpore` layer (ProfilerStep#N excluded; the name of a
+    `Kernel::KernelLaunch::<scope>` event is its scope, as operator_details names it, other
+    events keep their name) with torch_npu's operator_details definitions:
+    host_total = dur; host_self = dur - the durations of its direct children on the track;
+    device_self = Σ dur of the device kernels its own `mindspore_to_npu` flows reach;
+    device_total = the same over the op and every descendant; the `_aicore_ns` variants
+    count AI_CORE kernels only (core type from the kernels table, matched by start)."""
+    p = ctx.profile
+    if ctx.dialect.producer != "mindspore" or p.meta.operator_durations or \
+            not p.has("slices") or not p.has("tracks"):
+        return
+    tracks = p.table("tracks")
+    ms_tracks = tracks.loc[tracks["process"].astype(str) == "MindSpore", "track_id"].to_numpy()
+    sl = p.table("slices")
+    on_ms = np.isin(sl["track_id"].to_numpy(), ms_tracks)
+    names = sl["name"].astype(str).to_numpy()
+    keep = on_ms & ~pd.Series(names).str.startswith("ProfilerStep#").to_numpy()
+    if not keep.any():
+        return
+    idx = np.flatnonzero(keep)
+    track = sl["track_id"].to_numpy()[idx]
+    start = sl["start_ns"].to_numpy(np.int64)[idx]
+    dur = sl["dur_ns"].to_numpy(np.int64)[idx]
+    name = names[idx]
+    order = np.lexsort((-dur, start, track))
+    track, start, dur, name = track[order], start[order], dur[order], name[order]
+    n = len(start)
+    parent = np.full(n, -1, np.int64)
+    stack: list[int] = []
+    for i in range(n):  # enclosing op on the same track (slices sorted by start, longest first)
+        while stack and (track[stack[-1]] != track[i] or
+                         start[i] >= start[stack[-1]] + dur[stack[-1]]):
+            stack.pop()
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    child_dur = np.zeros(n, np.int64)
+    has_parent = parent >= 0
+    np.add.at(child_dur, parent[has_parent], dur[has_parent])
+    dev_self, dev_self_core = _launched_device_time(p, track, start, dur, stack_parent=parent)
+    dev_total, dev_total_core = dev_self.copy(), dev_self_core.copy()
+    for i in range(n - 1, -1, -1):  # children come after their parent: add bottom-up
+        j = parent[i]
+        if j >= 0:
+            dev_total[j] += dev_total[i]
+            dev_total_core[j] += dev_total_core[i]
+    op_name = np.array([s[len(_KERNEL_LAUNCH):] if s.startswith(_KERNEL_LAUNCH) else s
+                        for s in name], dtype=object)
+    shapes = {}
+    old = p.table("operators")
+    if len(old):
+        for nm, sh in zip(old["name"].astype(str), old["input_shapes"].astype(str)):
+            shapes.setdefault(nm, sh)
+    out = pd.DataFrame({
+        "name": op_name, "input_shapes": [shapes.get(x, "") for x in op_name],
+        "start_ns": start, "host_self_ns": dur - child_dur, "host_total_ns": dur,
+        "device_self_ns": dev_self, "device_total_ns": dev_total,
+        "device_self_aicore_ns": dev_self_core, "device_total_aicore_ns": dev_total_core,
+    })
+    p.set("operators", out.sort_values("start_ns", kind="stable"), keep_extra=True)
+    p.meta.operator_durations = True
+
+
+def _launched_device_time(p: Profile, track, start, dur, stack_parent):
+    """Per op (arrays sorted by track, start): Σ dur of the kernels its flows reach, and of
+    the AI_CORE ones. A flow belongs to the innermost op of its track enclosing its start."""
+    n = len(start)
+    self_ns = np.zeros(n, np.int64)
+    core_ns = np.zeros(n, np.int64)
+    fl = p.table("flows")
+    if len(fl) == 0:
+        return self_ns, core_ns
+    fl = fl[fl["name"].astype(str).isin(_NPU_FLOWS).to_numpy()]
+    ph = fl["phase"].astype(str)
+    s = fl[(ph == "s").to_numpy()][["flow_id", "track_id", "ts_ns"]]
+    f = fl[ph.isin(["f", "t"]).to_numpy()][["flow_id", "track_id", "ts_ns"]]
+    pairs = s.merge(f, on="flow_id", suffixes=("_s", "_f")).drop_duplicates("flow_id")
+    if len(pairs) == 0:
+        return self_ns, core_ns
+    # Kernel of each flow end: the device slice starting there (kernels table for its core).
+    k = p.table("kernels")
+    kdur = dict(zip(k["start_ns"].to_numpy(np.int64), k["dur_ns"].to_numpy(np.int64)))
+    kcore = dict(zip(k["start_ns"].to_numpy(np.int64), k["core_type"].astype(str)))
+    sl = p.table("slices")
+    dev_dur = {}
+    ends = set(zip(pairs["track_id_f"].to_numpy(), pairs["ts_ns_f"].to_numpy(np.int64)))
+    on_end = np.isin(sl["track_id"].to_numpy(), pairs["track_id_f"].unique())
+    for t, st, d in zip(sl["track_id"].to_numpy()[on_end], sl["start_ns"].to_numpy()[on_end],
+                        sl["dur_ns"].to_numpy()[on_end]):
+        if (t, int(st)) in ends:
+            dev_dur.setdefault((t, int(st)), int(d))
+    for ts, tt, fts, ft in zip(pairs["ts_ns_s"].to_numpy(np.int64), pairs["track_id_s"],
+                               pairs["ts_ns_f"].to_numpy(np.int64), pairs["track_id_f"]):
+        d = kdur.get(int(fts), dev_dur.get((ft, int(fts))))
+        if d is None:
+            continue
+        lo = np.searchsorted(track, tt, side="left")
+        hi = np.searchsorted(track, tt, side="right")
+        i = lo + np.searchsorted(start[lo:hi], ts, side="right") - 1
+        while i >= lo and not (start[i] <= ts < start[i] + max(dur[i], 1)):
+            i = stack_parent[i] if stack_parent[i] >= lo else lo - 1
+        if i < lo:
+            continue
+        self_ns[i] += d
+        if kcore.get(int(fts)) == "AI_CORE":
+            core_ns[i] += d
+    return self_ns, core_ns
