@@ -273,3 +273,76 @@ def test_mindspore_whole_run_row_split_by_the_trace():
     assert st["step"].tolist() == want and len(want) >= 2
     row = _rows(os.path.join(MS2X, "ASCEND_PROFILER_OUTPUT", "step_trace_time.csv"))[0]
     _close(st["bd_computing"].sum() / 1000, float(row["Computing"]), 0.001)
+
+
+# ----------------------------------------------------------------- generated graph-mode run
+
+MS2X_GRAPH = glob.glob(os.path.join(ROOT, "fixtures", "mindspore_2x_graph", "*_ascend_ms"))[0]
+
+
+def test_graph_launch_run_operators_equal_the_trace():
+    """fixtures/mindspore_2x_graph (graph_launch, aicpu_tasks): every MindSpore-layer event is
+    an operator whose host self / device total are computed here from the events."""
+    prof = torch_npu.read_mindspore(_span(MS2X_GRAPH, "mindspore"), None, stage="views")
+    assert prof.errors == []
+    out = os.path.join(MS2X_GRAPH, "ASCEND_PROFILER_OUTPUT")
+    doc = json.load(open(os.path.join(out, "trace_view.json")))
+    ev = doc if isinstance(doc, list) else doc["traceEvents"]
+    ns = lambda v: int(Decimal(str(v)) * 1000)  # noqa: E731
+    host = [e for e in ev if e.get("ph") == "X" and e.get("pid") == 1]
+    iv = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in host]
+
+    def parent(i):  # smallest event strictly enclosing event i
+        s, t, _ = iv[i]
+        best = None
+        for j, (a, b, _) in enumerate(iv):
+            if j != i and a <= s and t <= b and (b - a) > (t - s) and \
+                    (best is None or (b - a) < (iv[best][1] - iv[best][0])):
+                best = j
+        return best
+
+    parents = [parent(i) for i in range(len(iv))]
+    kdur = {ns(e["ts"]): ns(e["dur"]) for e in ev if e.get("ph") == "X" and e.get("pid") != 1}
+    flow_s = {str(e["id"]): ns(e["ts"]) for e in ev if e.get("ph") == "s" and e.get("name") == "mindspore_to_npu"}
+    flow_f = {str(e["id"]): ns(e["ts"]) for e in ev if e.get("ph") == "f" and e.get("name") == "mindspore_to_npu"}
+    dev_self = [0] * len(iv)
+    for fid, ts in flow_s.items():
+        inner = min((i for i, (a, b, _) in enumerate(iv) if a <= ts < b), key=lambda i: iv[i][1] - iv[i][0])
+        dev_self[inner] += kdur[flow_f[fid]]
+    dev_total = list(dev_self)
+    for i in range(len(iv)):  # add each op's own kernels to every ancestor
+        j = parents[i]
+        while j is not None:
+            dev_total[j] += dev_self[i]
+            j = parents[j]
+    child = [0] * len(iv)
+    for i, j in enumerate(parents):
+        if j is not None:
+            child[j] += iv[i][1] - iv[i][0]
+    o = prof.table("operators")
+    got = {(n, s): r for n, s, r in zip(o["name"].astype(str), o["start_ns"],
+                                        o[["host_self_ns", "device_self_ns", "device_total_ns"]].itertuples(index=False))}
+    graph = 0
+    for i, (a, b, name) in enumerate(iv):
+        if name.startswith("ProfilerStep#"):
+            continue
+        r = got[(name.split("Kernel::KernelLaunch::", 1)[-1], a)]
+        assert r.host_self_ns == (b - a) - child[i], name
+        assert r.device_self_ns == dev_self[i], name
+        assert r.device_total_ns == dev_total[i], name
+        if name.startswith("RuntimeFramework::GraphLaunch::"):
+            graph += 1
+            assert r.device_total_ns > 0 and r.device_self_ns == 0
+    assert graph == 3
+    assert len(o) == sum(1 for _, _, n in iv if not n.startswith("ProfilerStep#"))
+    # AI CPU: the GetNext tasks join the kernels, the NonZero kernels are not doubled
+    k = prof.table("kernels")
+    dp = _rows(os.path.join(out, "data_preprocess.csv"))
+    kd = _rows(os.path.join(out, "kernel_details.csv"))
+    cpu = k[k["core_type"].astype(str) == "AI_CPU"]
+    assert len(cpu) == sum(r["Accelerator Core"] == "AI_CPU" for r in kd) + \
+        sum(r["Node"] == "GetNext" for r in dp)
+    assert (cpu["name"].astype(str) == "GetNext").sum() == 3
+    # steps: one per ProfilerStep of the trace after derive (step_trace_time has one row)
+    derive.complete(prof)
+    assert prof.table("steps")["step"].tolist() == [1, 2, 3]
