@@ -294,14 +294,22 @@ AICORE_TYPE_STATS = _table(
     ("percent", ("percent",), "float"),
 )
 
-# AI CPU tasks: data_preprocess.csv / msprof aicpu_*.csv (µs, older CANN ms) and MindSpore
-# <= 2.3 aicpu_intermediate_{id}.csv (ms; run_start / run_end raw µs).
+# AI CPU tasks: data_preprocess.csv / msprof aicpu_*.csv (µs, older CANN ms).
 AICPU_TASKS = _table(
-    ("name", ("Node", "Op Name", "op_type", "kernel_type"), "text", REQUIRED),
-    ("start", ("Timestamp(us)", "run_start"), "us"),
+    ("name", ("Node", "Op Name"), "text", REQUIRED),
+    ("start", ("Timestamp(us)",), "us"),
     ("total_us", ("Total_time(us)", "Total Time(us)"), "us"),
-    ("total_ms", ("Total_time(ms)", "total_time"), "ms"),
+    ("total_ms", ("Total_time(ms)",), "ms"),
     ("compute_us", ("Compute_time(us)",), "us"),
-    ("compute_ms", ("Compute_time(ms)", "execution_time"), "ms"),
+    ("compute_ms", ("Compute_time(ms)",), "ms"),
     ("stream", ("Stream ID",), "int"),
+)
+
+# MindSpore <= 2.3 aicpu_intermediate_{id}.csv (ms; run_start / run_end raw µs; the 6-column
+# pre-2021 variant has no execution_time).
+LEGACY_AICPU_TASKS = _table(
+    ("name", ("op_type", "kernel_type"), "text", REQUIRED),
+    ("start", ("run_start",), "us"),
+    ("total_ms", ("total_time",), "ms"),
+    ("compute_ms", ("execution_time",), "ms"),
 )

@@ -35,7 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import AVERAGE_STEP, MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta, category_names
+from ..model import (AVERAGE_STEP, MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta,
+                     category_names)
 from . import SpanSource
 from . import columns as C
 from .context import ReadContext, read_trace, run_steps
@@ -48,6 +49,8 @@ TICK_NS = 10
 class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None):
         self.id = span.device_id if span.device_id is not None else 0
+        # AI CPU tasks of aicpu_intermediate (read by the op-statistic step, used again).
+        self.aicpu: pd.DataFrame | None = None
         super().__init__(span, work_dir, Profile(meta=ProfileMeta(
             producer="mindspore_legacy", device="npu", device_id=self.id, rank=span.rank)))
 
@@ -239,11 +242,19 @@ def _read_op_statistic(ctx: _Ctx) -> None:
 
 
 def _aicpu_tasks(ctx: _Ctx) -> pd.DataFrame | None:
-    """AI CPU tasks of aicpu_intermediate_{id}.csv: type, start_ns, dur_ns (ms -> ns)."""
-    df = ctx.csv(f"aicpu_intermediate_{ctx.id}.csv", required=C.required(C.AICPU_TASKS))
+    """AI CPU tasks of aicpu_intermediate_{id}.csv: type, start_ns, dur_ns (ms -> ns); read
+    once (two steps use them)."""
+    if ctx.aicpu is None:
+        ctx.aicpu = _read_aicpu_tasks(ctx)
+    return ctx.aicpu if len(ctx.aicpu) else None
+
+
+def _read_aicpu_tasks(ctx: _Ctx) -> pd.DataFrame:
+    empty = pd.DataFrame({"type": [], "start_ns": [], "dur_ns": []})
+    df = ctx.csv(f"aicpu_intermediate_{ctx.id}.csv", required=C.required(C.LEGACY_AICPU_TASKS))
     if df is None or len(df) == 0:
-        return None
-    c = C.resolve(df, C.AICPU_TASKS)
+        return empty
+    c = C.resolve(df, C.LEGACY_AICPU_TASKS)
     key = "compute_ms" if "compute_ms" in c else "total_ms"
     dur = _ms_text_to_ns(df[c[key]]) if key in c else np.zeros(len(df), np.int64)
     start = us_text_to_ns(df[c["start"]].astype(str).to_numpy(dtype=object)) \
@@ -284,21 +295,14 @@ def _read_flops(ctx: _Ctx) -> None:
 
 
 def _flops_scopes(doc: dict) -> list:
-    """Top-level scopes of flops_scope_{id}.json as [{"name", "value"}] (value = FLOPs of the
-    scope as written). The file is a sankey-like tree: `data` [{name, value}] or `links`
-    [{source, target, value}] from the root (`Total`)."""
-    out = []
-    rows = doc.get("data")
-    if isinstance(rows, list):
-        for r in rows:
-            if isinstance(r, dict) and isinstance(r.get("value"), (int, float)):
-                out.append({"name": str(r.get("name", "")), "value": float(r["value"])})
-    links = doc.get("links")
-    if not out and isinstance(links, list):
-        targets = {str(r.get("target")) for r in links if isinstance(r, dict)}
-        roots = {str(r.get("source")) for r in links if isinstance(r, dict)} - targets
-        for r in links:
-            if isinstance(r, dict) and str(r.get("source")) in roots and \
-                    isinstance(r.get("value"), (int, float)):
-                out.append({"name": str(r.get("target", "")), "value": float(r["value"])})
-    return out
+    """Top-level scopes of flops_scope_{id}.json as [{"name", "value"}] by value descending.
+    The file is a sankey diagram `{"data": {"nodes": [...], "links": [{"source", "target",
+    "value"}]}, "max_scope_num"}` whose root node is `Total`: its links are the top level."""
+    data = doc.get("data")
+    links = data.get("links") if isinstance(data, dict) else None
+    if not isinstance(links, list):
+        return []
+    out = [{"name": str(r.get("target", "")), "value": float(r["value"])} for r in links
+           if isinstance(r, dict) and r.get("source") == "Total"
+           and isinstance(r.get("value"), (int, float)) and not isinstance(r.get("value"), bool)]
+    return sorted(out, key=lambda r: -r["value"])

@@ -346,3 +346,38 @@ def test_graph_launch_run_operators_equal_the_trace():
     # steps: one per ProfilerStep of the trace after derive (step_trace_time has one row)
     derive.complete(prof)
     assert prof.table("steps")["step"].tolist() == [1, 2, 3]
+
+
+def test_legacy_flops_and_aicpu_intermediate(tmp_path):
+    """flops_summary / flops_scope (MindSpore's sankey shape) reach the overview answer;
+    aicpu_intermediate rows are AI CPU op types counted as MindInsight's AICPU table does."""
+    d = tmp_path / "profiler"
+    shutil.copytree(LEGACY, d)
+    summary = {"FLOPs": 3344.5, "FLOPS": 12.25, "FLOPS_Utilization": 0.375}
+    (d / "flops_summary_1.json").write_text(json.dumps(summary))
+    scope = {"data": {"nodes": [{"name": "Total"}, {"name": "Default"}, {"name": "Gradients"},
+                                {"name": "network(0_Default)"}],
+                      "links": [{"source": "Total", "target": "Default", "value": 1000.5},
+                                {"source": "Total", "target": "Gradients", "value": 2344.0},
+                                {"source": "Default", "target": "network(0_Default)", "value": 1000.5}]},
+             "max_scope_num": 2}
+    (d / "flops_scope_1.json").write_text(json.dumps(scope))
+    (d / "aicpu_intermediate_1.csv").write_text(
+        "serial_number,op_type,total_time,dispatch_time,execution_time,run_start,run_end\n"
+        "1,InitData,8.0,0.094,7.906,100,108000\n2,GetNext,0.3,0.01,0.29,200,500\n"
+        "3,GetNext,0.31,0.01,0.3005,900,1210\n4,EndOfSequence,0.31,0.01,0.3035,1300,1610\n")
+    prof = mindspore_legacy.read(_span(str(d), "mindspore_legacy", 1), None)
+    assert prof.errors == []
+    flops = overview.summary(prof)["flops"]
+    assert {k: flops[k] for k in summary} == summary
+    assert flops["scopes"] == [{"name": "Gradients", "value": 2344.0}, {"name": "Default", "value": 1000.5}]
+    t = op_types.table(prof, core="AI_CPU")
+    g = {r.type: r for r in t.itertuples()}
+    total = 7.906 + 0.29 + 0.3005 + 0.3035
+    assert g["GetNext"].calls == 2
+    _close(g["GetNext"].total_us, (0.29 + 0.3005) * 1000, 1e-9)
+    _close(g["InitData"].ratio_pct, 7.906 / total * 100, 1e-9)
+    assert [r for r in t["type"]] == ["InitData", "GetNext", "EndOfSequence"]
+    # the timeline file has no AI_CPU rows, so the tasks join the kernels
+    k = prof.table("kernels")
+    assert (k["core_type"].astype(str) == "AI_CPU").sum() == 4
