@@ -33,10 +33,19 @@ describe('step phases', () => {
     expect(reduceDuration(ph.steps[0])).toBe(3.5);
     expect(phaseDuration(ph.steps[1], 'tail')).toBe(0);
   });
+  it('counts overlapping reduce segments once', () => {
+    const st = { ...ph.steps[0], phases: [
+      { phase: 'reduce', name: 'a', offset_us: 1, dur_us: 4 },
+      { phase: 'reduce', name: 'b', offset_us: 2, dur_us: 1 },
+      { phase: 'reduce', name: 'c', offset_us: 4, dur_us: 3 },
+      { phase: 'reduce', name: 'd', offset_us: 9, dur_us: 1 },
+    ] };
+    expect(reduceDuration(st)).toBe(7);
+  });
   it('stacks the three phases per step and puts reduce beside them', () => {
     const opt = phasesOption(ph) as { series: { name: string; stack?: string; data: number[] }[]; xAxis: { data: string[] } };
     expect(opt.xAxis.data).toEqual(['1', '2']);
-    expect(opt.series.map((s) => s.name)).toEqual(['Iteration interval (data wait)', 'Forward + backward', 'Tail', 'Reduce']);
+    expect(opt.series.map((s) => s.name)).toEqual(['Iteration interval (data wait)', 'Forward + backward', 'Tail', 'Reduce (any stream)']);
     expect(opt.series[1].data).toEqual([6, 8]);
     expect(opt.series[3].stack).toBeUndefined();
     expect(opt.series[3].data).toEqual([3.5, 0]);

@@ -55,9 +55,21 @@ export function phaseDuration(step: PhaseStep, phase: string): number {
   return step.phases.filter((p) => p.phase === phase).reduce((a, p) => a + p.dur_us, 0);
 }
 
-/** Total reduce time of a step (segments may overlap the main phases). */
+/** Time of a step during which some gradient reduction runs: the union of its reduce
+ * segments (parallel streams overlap each other, and the main phases). */
 export function reduceDuration(step: PhaseStep): number {
-  return phaseDuration(step, 'reduce');
+  const segs = step.phases
+    .filter((p) => p.phase === 'reduce')
+    .map((p) => [p.offset_us, p.offset_us + p.dur_us] as const)
+    .sort((a, b) => a[0] - b[0]);
+  let total = 0;
+  let end = -Infinity;
+  for (const [a, b] of segs) {
+    if (b <= end) continue;
+    total += b - Math.max(a, end);
+    end = b;
+  }
+  return total;
 }
 
 /** Stacked bars, one per step: gap, FP+BP and tail stack to the step time; the gradient
@@ -74,7 +86,7 @@ export function phasesOption(ph: Phases): ChartOption {
   }));
   if (ph.steps.some((s) => reduceDuration(s) > 0)) {
     series.push({
-      name: ph.labels.reduce ?? 'Reduce',
+      name: `${ph.labels.reduce ?? 'Reduce'} (any stream)`,
       type: 'bar',
       barMaxWidth: 16,
       itemStyle: { color: PALETTE[4] },
