@@ -55,8 +55,8 @@ step_phases  step_trace_*.csv (per iteration: gap, FP->BP, tail, each Reduce pai
           the CSV, derive.py makes them from the `Iteration n` / `FP_BP Time n` slices.
 op_statistic / api_statistic  op_statistic_*.csv and api_statistic_*.csv as written
           (readers.statistics); communication_statistic is not read.
-kernels (AI CPU)  aicpu_*.csv tasks join the kernels with core_type AI_CPU when op_summary
-          did not list them (same name and start). Every unreadable file adds a FileError; nothing raises.
+kernels (AI CPU)  aicpu_*.csv tasks join the kernels with core_type AI_CPU unless op_summary
+          has AI_CPU kernels of that name (readers.statistics.add_aicpu). Every unreadable file adds a FileError; nothing raises.
 """
 from __future__ import annotations
 

@@ -85,14 +85,15 @@ def aicpu_kernels(df: pd.DataFrame, device_id=None) -> pd.DataFrame:
 
 
 def add_aicpu(kernels: pd.DataFrame | None, tasks: pd.DataFrame) -> pd.DataFrame:
-    """Kernels plus the AI CPU tasks the kernel file lacks: a task whose (name, start) is
-    already a kernel row is not added twice (kernel_details lists AI CPU ops too)."""
+    """Kernels plus the AI CPU tasks the kernel file lacks. kernel_details / op_summary list
+    AI CPU ops too, with their own start times, so a task whose name is already an AI_CPU
+    kernel is not added (that would count it twice); tasks of other names (the dataset's
+    GetNext, ...) are."""
     if kernels is None or len(kernels) == 0:
         return tasks
-    have = set(zip(kernels["name"].astype(str), kernels["start_ns"].to_numpy(np.int64)))
-    new = np.array([(n, s) not in have for n, s in
-                    zip(tasks["name"].astype(str), tasks["start_ns"].to_numpy(np.int64))],
-                   dtype=bool)
+    cpu = kernels["core_type"].astype(str) == "AI_CPU"
+    have = set(kernels.loc[cpu.to_numpy(), "name"].astype(str))
+    new = ~tasks["name"].astype(str).isin(have).to_numpy()
     if not new.any():
         return kernels
     out = pd.concat([kernels, tasks[new]], ignore_index=True)

@@ -663,7 +663,8 @@ def _read_statistics(ctx: _Ctx) -> None:
 
 
 def _read_aicpu(ctx: _Ctx) -> None:
-    """data_preprocess.csv AI CPU tasks join the kernels (core AI_CPU) unless listed."""
+    """data_preprocess.csv AI CPU tasks join the kernels (core AI_CPU) unless kernel_details
+    has AI_CPU kernels of that name (readers.statistics.add_aicpu)."""
     df = ctx.csv("data_preprocess.csv", required=C.required(C.AICPU_TASKS))
     if df is None or len(df) == 0:
         return
@@ -758,12 +759,13 @@ def _read_mindspore_operators(ctx: _Ctx) -> None:
 
 def _launched_device_time(p: Profile, track, start, dur, stack_parent):
     """Per op (arrays sorted by track, start): Σ dur of the kernels its flows reach, and of
-    the AI_CORE ones. A flow belongs to the innermost op of its track enclosing its start."""
+    the AI_CORE ones. A flow belongs to the innermost op of its track enclosing its start.
+    Vectorized over flows (a big trace has a flow per kernel)."""
     n = len(start)
     self_ns = np.zeros(n, np.int64)
     core_ns = np.zeros(n, np.int64)
     fl = p.table("flows")
-    if len(fl) == 0:
+    if len(fl) == 0 or n == 0:
         return self_ns, core_ns
     fl = fl[fl["name"].astype(str).isin(_NPU_FLOWS).to_numpy()]
     ph = fl["phase"].astype(str)
@@ -772,31 +774,44 @@ def _launched_device_time(p: Profile, track, start, dur, stack_parent):
     pairs = s.merge(f, on="flow_id", suffixes=("_s", "_f")).drop_duplicates("flow_id")
     if len(pairs) == 0:
         return self_ns, core_ns
-    # Kernel of each flow end: the device slice starting there (kernels table for its core).
+    # Duration of the kernel at each flow end: the kernels table (with its core type), else
+    # the device slice starting there.
     k = p.table("kernels")
-    kdur = dict(zip(k["start_ns"].to_numpy(np.int64), k["dur_ns"].to_numpy(np.int64)))
-    kcore = dict(zip(k["start_ns"].to_numpy(np.int64), k["core_type"].astype(str)))
+    kt = pd.DataFrame({"ts_ns_f": k["start_ns"].to_numpy(np.int64),
+                       "kdur": k["dur_ns"].to_numpy(np.int64),
+                       "core": k["core_type"].astype(str).to_numpy()}).drop_duplicates("ts_ns_f")
     sl = p.table("slices")
-    dev_dur = {}
-    ends = set(zip(pairs["track_id_f"].to_numpy(), pairs["ts_ns_f"].to_numpy(np.int64)))
     on_end = np.isin(sl["track_id"].to_numpy(), pairs["track_id_f"].unique())
-    for t, st, d in zip(sl["track_id"].to_numpy()[on_end], sl["start_ns"].to_numpy()[on_end],
-                        sl["dur_ns"].to_numpy()[on_end]):
-        if (t, int(st)) in ends:
-            dev_dur.setdefault((t, int(st)), int(d))
-    for ts, tt, fts, ft in zip(pairs["ts_ns_s"].to_numpy(np.int64), pairs["track_id_s"],
-                               pairs["ts_ns_f"].to_numpy(np.int64), pairs["track_id_f"]):
-        d = kdur.get(int(fts), dev_dur.get((ft, int(fts))))
-        if d is None:
+    st = pd.DataFrame({"track_id_f": sl["track_id"].to_numpy()[on_end],
+                       "ts_ns_f": sl["start_ns"].to_numpy(np.int64)[on_end],
+                       "sdur": sl["dur_ns"].to_numpy(np.int64)[on_end]}) \
+        .drop_duplicates(["track_id_f", "ts_ns_f"])
+    pairs = pairs.merge(kt, on="ts_ns_f", how="left").merge(st, on=["track_id_f", "ts_ns_f"],
+                                                            how="left")
+    d = pairs["kdur"].fillna(pairs["sdur"])
+    pairs = pairs[d.notna().to_numpy()]
+    d = d[d.notna()].to_numpy(np.int64)
+    is_core = (pairs["core"].fillna("") == "AI_CORE").to_numpy()
+    ts = pairs["ts_ns_s"].to_numpy(np.int64)
+    ttrack = pairs["track_id_s"].to_numpy()
+    owner = np.full(len(pairs), -1, np.int64)
+    for t in np.unique(ttrack):  # a few host threads
+        lo = np.searchsorted(track, t, side="left")
+        hi = np.searchsorted(track, t, side="right")
+        if hi == lo:
             continue
-        lo = np.searchsorted(track, tt, side="left")
-        hi = np.searchsorted(track, tt, side="right")
-        i = lo + np.searchsorted(start[lo:hi], ts, side="right") - 1
-        while i >= lo and not (start[i] <= ts < start[i] + max(dur[i], 1)):
-            i = stack_parent[i] if stack_parent[i] >= lo else lo - 1
-        if i < lo:
-            continue
-        self_ns[i] += d
-        if kcore.get(int(fts)) == "AI_CORE":
-            core_ns[i] += d
+        m = ttrack == t
+        i = lo + np.searchsorted(start[lo:hi], ts[m], side="right") - 1
+        # the latest op starting before the flow, else its ancestors: the first enclosing one
+        for _ in range(256):
+            ok = i >= lo
+            ok[ok] = ts[m][ok] < start[i[ok]] + np.maximum(dur[i[ok]], 1)
+            bad = (i >= lo) & ~ok
+            if not bad.any():
+                break
+            i[bad] = np.where(stack_parent[i[bad]] >= lo, stack_parent[i[bad]], lo - 1)
+        owner[np.flatnonzero(m)] = np.where(i >= lo, i, -1)
+    got = owner >= 0
+    np.add.at(self_ns, owner[got], d[got])
+    np.add.at(core_ns, owner[got & is_core], d[got & is_core])
     return self_ns, core_ns

@@ -214,7 +214,7 @@ def test_aicpu_tasks_join_the_kernels(tmp_path):
     g = {r.type: r for r in t.itertuples()}
     assert g["GetNext"].calls == 2 and g["GetNext"].total_us == 22.25
     assert g["DropoutGenMask"].calls == 1
-    # a task kernel_details lists already (same name and start) is not added twice
+    # a task kernel_details lists already (an AI_CPU kernel of that name) is not added twice
     dup = listed[0]
     (out / "data_preprocess.csv").write_text(
         lines[0] + "\n" + "0,%s,%s,1.0,1.0,1.0,1.0,1.0,3,9\n" % (dup["Start Time(us)"], dup["Name"]))
@@ -365,7 +365,8 @@ def test_legacy_flops_and_aicpu_intermediate(tmp_path):
     (d / "aicpu_intermediate_1.csv").write_text(
         "serial_number,op_type,total_time,dispatch_time,execution_time,run_start,run_end\n"
         "1,InitData,8.0,0.094,7.906,100,108000\n2,GetNext,0.3,0.01,0.29,200,500\n"
-        "3,GetNext,0.31,0.01,0.3005,900,1210\n4,EndOfSequence,0.31,0.01,0.3035,1300,1610\n")
+        "3,GetNext,0.31,0.01,0.3005,900,1210\n4,EndOfSequence,0.31,0.01,0.15,1300,1610\n"
+        "5,EndOfSequence,0.31,0.01,0.1535,1700,1900\n")
     prof = mindspore_legacy.read(_span(str(d), "mindspore_legacy", 1), None)
     assert prof.errors == []
     flops = overview.summary(prof)["flops"]
@@ -373,11 +374,36 @@ def test_legacy_flops_and_aicpu_intermediate(tmp_path):
     assert flops["scopes"] == [{"name": "Gradients", "value": 2344.0}, {"name": "Default", "value": 1000.5}]
     t = op_types.table(prof, core="AI_CPU")
     g = {r.type: r for r in t.itertuples()}
-    total = 7.906 + 0.29 + 0.3005 + 0.3035
-    assert g["GetNext"].calls == 2
+    total = 7.906 + 0.29 + 0.3005 + 0.15 + 0.1535
+    assert g["GetNext"].calls == 2 and g["EndOfSequence"].calls == 2
     _close(g["GetNext"].total_us, (0.29 + 0.3005) * 1000, 1e-9)
     _close(g["InitData"].ratio_pct, 7.906 / total * 100, 1e-9)
     assert [r for r in t["type"]] == ["InitData", "GetNext", "EndOfSequence"]
+    # These rows carry the per-type execution times of MindInsight's run_2 sample, whose
+    # expected AICPU type table (mindspore-ai/mindinsight tests/st/func/profiler/
+    # test_aicpu_analyser.py test_query_aicpu_type) is InitData 89.84 %, GetNext 6.71 %,
+    # EndOfSequence 3.45 %: the same counting rule (share of the AI CPU execution total).
+    assert [round(g[n].ratio_pct, 2) for n in ("InitData", "GetNext", "EndOfSequence")] == \
+        [89.84, 6.71, 3.45]
     # the timeline file has no AI_CPU rows, so the tasks join the kernels
     k = prof.table("kernels")
-    assert (k["core_type"].astype(str) == "AI_CPU").sum() == 4
+    assert (k["core_type"].astype(str) == "AI_CPU").sum() == 5
+
+
+def test_msprof_aicpu_csv_tasks_join_the_kernels(tmp_path):
+    root = tmp_path / os.path.basename(PADDLE)
+    shutil.copytree(PADDLE, root)
+    out = root / "mindstudio_profiler_output"
+    (out / "aicpu_20240830064100.csv").write_text(
+        "Device_id,Timestamp(us),Node,Compute_time(us),Memcpy_time(us),Task_time(us),"
+        "Dispatch_time(us),Total_time(us),Stream ID,Task ID\n"
+        "0,1725000000001500.250\t,DropoutDoMask,7.5,1.0,9.0,1.0,11.0,4,1\n"
+        "1,1725000000001600.000\t,DropoutDoMask,9.5,1.0,9.0,1.0,11.0,4,2\n")
+    before = msprof.read(_span(PADDLE, "msprof", 0), None).table("kernels")
+    prof = msprof.read(_span(str(root), "msprof", 0), None)
+    assert prof.errors == []
+    k = prof.table("kernels")
+    assert len(k) == len(before) + 1  # device 1's row is not this span's
+    row = k[k["name"].astype(str) == "DropoutDoMask"].iloc[0]
+    assert (row["core_type"], row["dur_ns"], row["start_ns"]) == ("AI_CPU", 7500, 1725000000001500250)
+    assert int(row["device_id"]) == 0
