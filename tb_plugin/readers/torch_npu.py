@@ -708,53 +708,66 @@ def _read_mindspore_operators(ctx: _Ctx) -> None:
         return
     tracks = p.table("tracks")
     ms_tracks = tracks.loc[tracks["process"].astype(str) == "MindSpore", "track_id"].to_numpy()
-    sl = p.table("slices")
-    on_ms = np.isin(sl["track_id"].to_numpy(), ms_tracks)
-    names = sl["name"].astype(str).to_numpy()
-    keep = on_ms & ~pd.Series(names).str.startswith("ProfilerStep#").to_numpy()
-    if not keep.any():
+    sl = p.table("slices")  # sorted by (track, start, -dur), depth = nesting on the track
+    rows = np.flatnonzero(np.isin(sl["track_id"].to_numpy(), ms_tracks))
+    if len(rows) == 0:
         return
-    idx = np.flatnonzero(keep)
-    track = sl["track_id"].to_numpy()[idx]
-    start = sl["start_ns"].to_numpy(np.int64)[idx]
-    dur = sl["dur_ns"].to_numpy(np.int64)[idx]
-    name = names[idx]
-    order = np.lexsort((-dur, start, track))
-    track, start, dur, name = track[order], start[order], dur[order], name[order]
-    n = len(start)
-    parent = np.full(n, -1, np.int64)
-    stack: list[int] = []
-    for i in range(n):  # enclosing op on the same track (slices sorted by start, longest first)
-        while stack and (track[stack[-1]] != track[i] or
-                         start[i] >= start[stack[-1]] + dur[stack[-1]]):
-            stack.pop()
-        parent[i] = stack[-1] if stack else -1
-        stack.append(i)
-    child_dur = np.zeros(n, np.int64)
+    names = sl["name"]
+    cats = pd.Index(names.cat.categories.astype(str)) if hasattr(names, "cat") else None
+    codes = names.cat.codes.to_numpy()[rows] if cats is not None else None
+    name = cats.to_numpy(dtype=object)[codes] if cats is not None else \
+        names.astype(str).to_numpy(dtype=object)[rows]
+    track = sl["track_id"].to_numpy()[rows]
+    start = sl["start_ns"].to_numpy(np.int64)[rows]
+    dur = sl["dur_ns"].to_numpy(np.int64)[rows]
+    depth = sl["depth"].to_numpy().astype(np.int64)[rows]
+    parent = _parents(track, depth)
+    dev_self, dev_self_core = _launched_device_time(p, track, start, dur, stack_parent=parent)
+    is_op = ~pd.Series(name).str.startswith("ProfilerStep#").to_numpy()
+    # host self: minus the direct children; device totals: bottom-up over the depths
+    child_dur = np.zeros(len(rows), np.int64)
     has_parent = parent >= 0
     np.add.at(child_dur, parent[has_parent], dur[has_parent])
-    dev_self, dev_self_core = _launched_device_time(p, track, start, dur, stack_parent=parent)
     dev_total, dev_total_core = dev_self.copy(), dev_self_core.copy()
-    for i in range(n - 1, -1, -1):  # children come after their parent: add bottom-up
-        j = parent[i]
-        if j >= 0:
-            dev_total[j] += dev_total[i]
-            dev_total_core[j] += dev_total_core[i]
-    op_name = np.array([s[len(_KERNEL_LAUNCH):] if s.startswith(_KERNEL_LAUNCH) else s
-                        for s in name], dtype=object)
-    shapes = {}
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        at = np.flatnonzero((depth == d) & has_parent)
+        np.add.at(dev_total, parent[at], dev_total[at])
+        np.add.at(dev_total_core, parent[at], dev_total_core[at])
+    if not is_op.any():
+        return
+    op_name = pd.Series(name[is_op]).str.replace(f"^{re.escape(_KERNEL_LAUNCH)}", "", regex=True)
     old = p.table("operators")
+    shapes = pd.Series(dtype=object)
     if len(old):
-        for nm, sh in zip(old["name"].astype(str), old["input_shapes"].astype(str)):
-            shapes.setdefault(nm, sh)
+        first = old.drop_duplicates("name")
+        shapes = pd.Series(first["input_shapes"].astype(str).to_numpy(),
+                           index=first["name"].astype(str).to_numpy())
     out = pd.DataFrame({
-        "name": op_name, "input_shapes": [shapes.get(x, "") for x in op_name],
-        "start_ns": start, "host_self_ns": dur - child_dur, "host_total_ns": dur,
-        "device_self_ns": dev_self, "device_total_ns": dev_total,
-        "device_self_aicore_ns": dev_self_core, "device_total_aicore_ns": dev_total_core,
+        "name": op_name.to_numpy(dtype=object),
+        "input_shapes": op_name.map(shapes).fillna("").to_numpy(dtype=object),
+        "start_ns": start[is_op], "host_self_ns": (dur - child_dur)[is_op],
+        "host_total_ns": dur[is_op],
+        "device_self_ns": dev_self[is_op], "device_total_ns": dev_total[is_op],
+        "device_self_aicore_ns": dev_self_core[is_op],
+        "device_total_aicore_ns": dev_total_core[is_op],
     })
     p.set("operators", out.sort_values("start_ns", kind="stable"), keep_extra=True)
     p.meta.operator_durations = True
+
+
+def _parents(track: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Index of each slice's enclosing slice (the latest earlier one of depth - 1 on the same
+    track), -1 at depth 0; slices in (track, start, -dur) order."""
+    n = len(depth)
+    parent = np.full(n, -1, np.int64)
+    idx = np.arange(n)
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        last = np.maximum.accumulate(np.where(depth == d - 1, idx, -1))
+        at = np.flatnonzero(depth == d)
+        cand = last[at]
+        ok = (cand >= 0) & (track[np.maximum(cand, 0)] == track[at])
+        parent[at[ok]] = cand[ok]
+    return parent
 
 
 def _launched_device_time(p: Profile, track, start, dur, stack_parent):
