@@ -228,9 +228,47 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "key": "string",               # per_pipeline_time, per_push_queue_time, per_batch_time, ...
         "value": "float64",            # -1 in the file (not available) is NA
     },
+    # Graph-mode step phases (step_trace_raw, msprof step_trace, the MindSpore 2.x trace):
+    # one row per phase of a step. phase: iteration_interval (the gap before FP: data wait,
+    # host), fp_and_bp (forward + backward), tail (BP end to step end: gradient reduction
+    # tail, optimizer), reduce (one gradient-reduction segment; `name` says which, e.g.
+    # `stream_540_parallel_0` or `Reduce 1`). start_ns is on the producer's step clock
+    # (MindSpore <= 2.3 ticks x 10 are not the timeline's clock). Step AVERAGE_STEP (-1) holds
+    # the producer's own average row (step_trace_raw's last row) when it wrote one.
+    "step_phases": {
+        "step": "int64",
+        "phase": "category",
+        "name": "string",
+        "start_ns": "int64",
+        "dur_ns": "int64",
+    },
+    # Op-type statistics as the producer aggregated them (op_statistic.csv / msprof
+    # op_statistic_*.csv; MindSpore <= 2.3 aicore_intermediate_{id}_type.csv). ratio_pct is
+    # the file's share of device time in percent (NaN when the file has none).
+    "op_statistic": {
+        "type": "string",
+        "core_type": "category",
+        "calls": "int64",
+        "total_ns": "int64",
+        "min_ns": "int64",
+        "avg_ns": "int64",
+        "max_ns": "int64",
+        "ratio_pct": "float64",
+    },
+    # CANN API statistics (api_statistic.csv / msprof api_statistic_*.csv), one row per API.
+    "api_statistic": {
+        "level": "category",
+        "name": "string",
+        "calls": "int64",
+        "total_ns": "int64",
+        "avg_ns": "int64",
+        "min_ns": "int64",
+        "max_ns": "int64",
+    },
 }
 
 TABLES = tuple(SCHEMAS)
+AVERAGE_STEP = -1  # step_phases: the producer's average row
 
 
 def empty_table(table: str) -> pd.DataFrame:
@@ -526,6 +564,10 @@ class ProfileMeta:
         "one of the declared breakdowns (NPU_STEP_CATEGORIES, ...).")
     steps_known: list[int] | None = _meta_field(
         "Step ids of the profile (steps table, else the step windows), for step filters.")
+    flops: dict | None = _meta_field(
+        "FLOPs of the run as the producer summed them (MindSpore flops_summary_{id}.json: "
+        "FLOPs, FLOPS, FLOPS_Utilization, as written) plus `scopes`: the top-level scopes of "
+        "flops_scope_{id}.json when present.")
     # -- trace
     args_file: str | None = _meta_field(
         "Name of the trace args side file in the cache entry (readers.ARGS_FILE).")

@@ -6,7 +6,9 @@ cached with the tables and requests never recompute them:
 - the step breakdown when the reader had none: NPU overlap analysis
   (`npu_overlap.steps_from_overlap`) or torch-tb-profiler's GPU priority rule
   (`gpu_breakdown.step_breakdown`);
-- the step of each kernel (and operator) from the windows, when the files did not say.
+- the step of each kernel (and operator) from the windows, when the files did not say;
+- per-step rows for a whole-run `steps` row when the trace has step windows, and the step
+  phases of a trace's Step Trace slices (`step_phases`).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_windows
+from . import step_phases
 
 def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
     """Step id of each start time (NA outside every window); windows sorted by start."""
@@ -59,6 +62,8 @@ def complete(profile: Profile) -> None:
                 steps = None
         if steps is not None and len(steps):
             profile.set("steps", steps, keep_extra=True)
+    elif (per_step := step_phases.split_whole_run_steps(profile, windows)) is not None:
+        profile.set("steps", per_step, keep_extra=True)  # one bar per step of the trace
     elif len(windows):
         steps = profile.table("steps").copy()  # cached tables are read-only memory maps
         missing = (steps["start_ns"] == 0) & (steps["end_ns"] == 0)
@@ -69,6 +74,10 @@ def complete(profile: Profile) -> None:
             steps.loc[missing & m.notna(), "start_ns"] = m[missing & m.notna()].astype(np.int64)
             steps.loc[missing & e.notna(), "end_ns"] = e[missing & e.notna()].astype(np.int64)
             profile.set("steps", steps, keep_extra=True)
+    if not profile.has("step_phases") and profile.has("slices"):
+        phases = step_phases.from_trace(profile.table("slices"))
+        if phases is not None:
+            profile.set("step_phases", phases)
     if profile.meta.step_categories is None and profile.has("steps"):
         profile.meta.step_categories = [c[3:] for c in profile.table("steps").columns
                                         if c.startswith("bd_")]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, step_category_label
+from . import step_phases
 from .kernels import view_rows
 
 
@@ -63,7 +64,9 @@ def summary(profile: Profile) -> dict:
      "avg_step_us", "min_step_us", "max_step_us", "categories",
      "category_labels": {cat: display label},
      "avg_breakdown_us": {cat: us}, "avg_breakdown_pct": {cat: pct},
-     "kernel_count", "kernel_total_us", "operator_count"}
+     "kernel_count", "kernel_total_us", "operator_count", "phases", "flops"}
+    phases: graph-mode step phases, per step and averaged (`step_phases.summary`); flops:
+    `meta.flops` (FLOPs, FLOPS, FLOPS_Utilization[, scopes]).
     kernel_count / kernel_total_us count what the kernel view counts (GPU memcpy / memset
     excluded, see `analysis.kernels`).
     Missing values are None (no steps: averages are None).
@@ -100,4 +103,8 @@ def summary(profile: Profile) -> dict:
         "kernel_count": int(len(kernels)),
         "kernel_total_us": float(kernels["dur_ns"].to_numpy(dtype=np.int64).sum() / 1000.0),
         "operator_count": int(len(profile.table("operators"))),
+        # Graph-mode step phases (analysis.step_phases.summary), None without them.
+        "phases": step_phases.summary(profile),
+        # FLOPs as the producer summed them (meta.flops), None when it wrote none.
+        "flops": meta.flops,
     }

@@ -17,6 +17,7 @@ import pandas as pd
 from .. import discovery
 from ..analysis import kernels as kernels_view
 from ..analysis import memory as memory_view
+from ..analysis import op_types as op_types_view
 from ..analysis import operators as operators_view
 from ..analysis import overview as overview_view
 from ..analysis import tables
@@ -115,6 +116,21 @@ def kernels(request, loader: Loader):
     return _table_response(request.args, df, "-total_us", group_by, f"kernels_by_{group_by}.csv")
 
 
+def kernel_op_types(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    core = params.text(request.args, "core")
+    df = _results.get_or_compute((key, "op_types", core),
+                                 lambda: op_types_view.table(prof, core))
+    return _table_response(request.args, df, "-total_us", "type", "op_types.csv",
+                           extra={"source": op_types_view.source(prof)})
+
+
+def kernel_api_statistic(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    df = _results.get_or_compute((key, "api_statistic"), lambda: op_types_view.api_table(prof))
+    return _table_response(request.args, df, "-total_us", "name", "api_statistic.csv")
+
+
 def operators(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
@@ -180,6 +196,8 @@ ROUTES = {
     "/summary": summary,
     "/steps": steps,
     "/kernels": kernels,
+    "/kernels/op_types": kernel_op_types,
+    "/kernels/api_statistic": kernel_api_statistic,
     "/operators": operators,
     "/operators/stack": operator_stack,
     "/memory": memory,

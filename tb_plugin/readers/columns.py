@@ -271,3 +271,80 @@ DATA_PREPROCESS = _table(
     ("total_us", ("Total_time(us)", "Total Time(us)"), "float"),
     ("total_ms", ("Total_time(ms)", "Total Time(ms)"), "float"),
 )
+
+# --------------------------------------------------------------------------- graph mode
+# Step phases, op-type / API statistics and AI CPU tasks (docs/formats.md §2.9, §2.10, §2.13,
+# §2.21, §2.23).
+
+# The phase points of step_trace_raw (10 ns ticks); reduce segments are the
+# `stream_{s}_parallel_{k}[_start_point|_end_point]` columns, found by pattern.
+STEP_TRACE_RAW_POINTS = _table(
+    ("step", ("step_num",), "int", REQUIRED),
+    ("start", ("start_point",), "ticks", REQUIRED),
+    ("end", ("end_point",), "ticks", REQUIRED),
+    ("fp", ("fp_point", "fp"), "ticks"),
+    ("bp", ("bp_point",), "ticks"),
+)
+
+# msprof step_trace_*.csv points; `Reduce Start(us)` / `Reduce Duration(us)` pairs repeat
+# (pandas names the repeats `.1`, `.2`, ...).
+MSPROF_STEP_TRACE_POINTS = _table(
+    ("step", ("Iteration ID",), "int", REQUIRED),
+    ("model", ("Model ID",), "text"),
+    ("fp_start", ("FP Start(us)", "FP Start"), "us"),
+    ("bp_end", ("BP End(us)", "BP End"), "us"),
+    ("end", ("Iteration End(us)", "Iteration End"), "us"),
+    ("total", ("Iteration Time(us)", "Iteration Time"), "us"),
+    ("data_aug", ("Data Aug Bound(us)", "Data Aug Bound"), "us"),
+)
+
+# op_statistic.csv / op_statistic_*.csv (µs).
+OP_STATISTIC = _table(
+    ("type", ("OP Type", "Op Type"), "text", REQUIRED),
+    ("core_type", ("Core Type", "Task Type"), "text"),
+    ("calls", ("Count",), "int"),
+    ("total", ("Total Time(us)",), "us"),
+    ("min", ("Min Time(us)",), "us"),
+    ("avg", ("Avg Time(us)",), "us"),
+    ("max", ("Max Time(us)",), "us"),
+    ("ratio", ("Ratio(%)",), "float"),
+)
+
+# api_statistic.csv / api_statistic_*.csv (µs).
+API_STATISTIC = _table(
+    ("name", ("API Name",), "text", REQUIRED),
+    ("level", ("Level",), "text"),
+    ("total", ("Time(us)",), "us"),
+    ("calls", ("Count",), "int"),
+    ("avg", ("Avg(us)",), "us"),
+    ("min", ("Min(us)",), "us"),
+    ("max", ("Max(us)",), "us"),
+)
+
+# MindSpore <= 2.3 aicore_intermediate_{id}_type.csv: per type total (ms), count, percent.
+AICORE_TYPE_STATS = _table(
+    ("type", ("kernel_type", "op_type"), "text", REQUIRED),
+    ("total", ("total_time",), "ms"),
+    ("calls", ("execution_frequency",), "int"),
+    ("percent", ("percent",), "float"),
+)
+
+# AI CPU tasks: data_preprocess.csv / msprof aicpu_*.csv (µs, older CANN ms).
+AICPU_TASKS = _table(
+    ("name", ("Node", "Op Name"), "text", REQUIRED),
+    ("start", ("Timestamp(us)",), "us"),
+    ("total_us", ("Total_time(us)", "Total Time(us)"), "us"),
+    ("total_ms", ("Total_time(ms)",), "ms"),
+    ("compute_us", ("Compute_time(us)",), "us"),
+    ("compute_ms", ("Compute_time(ms)",), "ms"),
+    ("stream", ("Stream ID",), "int"),
+)
+
+# MindSpore <= 2.3 aicpu_intermediate_{id}.csv (ms; run_start / run_end raw µs; the 6-column
+# pre-2021 variant has no execution_time).
+LEGACY_AICPU_TASKS = _table(
+    ("name", ("op_type", "kernel_type"), "text", REQUIRED),
+    ("start", ("run_start",), "us"),
+    ("total_ms", ("total_time",), "ms"),
+    ("compute_ms", ("execution_time",), "ms"),
+)

@@ -14,6 +14,17 @@ One span = one device id `{id}`; every file carries the id in its name.
   full name is in `aicore_intermediate_{id}_detail.csv` or the type in `..._type.csv`, AI_CPU when it (or its short name /
   type) is in `aicpu_intermediate_{id}.csv`, else OTHER. `step` is left NA.
   Without the txt, kernels stay empty.
+- step_phases: the same file, per step iteration_interval / fp_and_bp / tail and one
+  `reduce` row per `stream_{s}_parallel_{k}` column group (start `_start_point`, duration the
+  group's own column), ticks x 10. The average row is kept as step `AVERAGE_STEP` (-1):
+  MindInsight's step-trace summary shows it.
+- op_statistic: `aicore_intermediate_{id}_type.csv` (core AI_CORE; total ms, count, percent:
+  a fraction 0-1 in MindSpore 2.x files, already % in older ones -> ratio_pct), and the AI
+  CPU tasks of `aicpu_intermediate_{id}.csv` grouped by type (core AI_CPU, ratio of the AI CPU
+  total as MindInsight's AICPU table shows it).
+- AI CPU kernels: `aicpu_intermediate_{id}.csv` rows join the kernels (core AI_CPU, dur =
+  execution_time, else total_time; start = run_start µs) when the timeline file gave none.
+- meta.flops: `flops_summary_{id}.json` (+ `scopes`: top-level of `flops_scope_{id}.json`).
 - trace: `timeline_display_{id}.json` or `ascend_timeline_display_{id}.json` through
   `read_traces`; tracks with numeric tids (streams) are kind "device", others "other".
 """
@@ -24,7 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta, category_names
+from ..model import (AVERAGE_STEP, MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta,
+                     category_names)
 from . import SpanSource
 from . import columns as C
 from . import minddata
@@ -38,12 +50,15 @@ TICK_NS = 10
 class _Ctx(ReadContext):
     def __init__(self, span: SpanSource, work_dir: str | None):
         self.id = span.device_id if span.device_id is not None else 0
+        # AI CPU tasks of aicpu_intermediate (read by the op-statistic step, used again).
+        self.aicpu: pd.DataFrame | None = None
         super().__init__(span, work_dir, Profile(meta=ProfileMeta(
             producer="mindspore_legacy", device="npu", device_id=self.id, rank=span.rank)))
 
 
 def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     return run_steps(_Ctx(span, work_dir), [_read_trace, _read_kernels, _read_steps,
+                                            _read_op_statistic, _read_aicpu, _read_flops,
                                             minddata.read_legacy, _check_any_data])
 
 
@@ -66,6 +81,7 @@ def _read_steps(ctx: _Ctx) -> None:
     num = pd.to_numeric(df[c["step"]], errors="coerce")
     # The last row is the average (step_num `-`, older files `0`).
     keep = (num.notna() & (num != 0)).to_numpy()
+    average = df[~keep].tail(1).reset_index(drop=True)
     df = df[keep].reset_index(drop=True)
     out = pd.DataFrame({"step": num[keep].astype(np.int64).to_numpy()})
     for name in ("start_ns", "end_ns", "total_ns", "bd_iteration_interval", "bd_fp_and_bp",
@@ -75,6 +91,35 @@ def _read_steps(ctx: _Ctx) -> None:
     ctx.profile.set("steps", out, keep_extra=True)
     if len(out):
         ctx.profile.meta.step_categories = category_names(MINDSPORE_LEGACY_STEP_CATEGORIES)
+    phases = _phases(df, num[keep].astype(np.int64).to_numpy(), c)
+    if len(average):  # the producer's own averages: step AVERAGE_STEP (model.SCHEMAS)
+        phases = pd.concat([phases, _phases(average, np.array([AVERAGE_STEP]), c)],
+                           ignore_index=True)
+    if len(phases):
+        ctx.profile.set("step_phases", phases)
+
+
+_REDUCE = re.compile(r"^(stream_\d+_parallel_\d+)$")
+
+
+def _phases(df: pd.DataFrame, step: np.ndarray, c: dict) -> pd.DataFrame:
+    """The step_phases rows of step_trace_raw (average row already dropped): the three
+    phases from their columns and one `reduce` row per `stream_{s}_parallel_{k}` group."""
+    start = _ticks(df[c["start_ns"]])
+    fp = start + _ticks(df[c["bd_iteration_interval"]])
+    fpbp = _ticks(df[c["bd_fp_and_bp"]])
+    parts = [("iteration_interval", "", start, _ticks(df[c["bd_iteration_interval"]])),
+             ("fp_and_bp", "", fp, fpbp),
+             ("tail", "", fp + fpbp, _ticks(df[c["bd_tail"]]))]
+    for col in df.columns:
+        m = _REDUCE.match(str(col).strip())
+        if m and f"{col}_start_point" in df.columns:
+            parts.append(("reduce", m.group(1), _ticks(df[f"{col}_start_point"]),
+                          _ticks(df[col])))
+    frames = [pd.DataFrame({"step": step, "phase": ph, "name": nm, "start_ns": st,
+                            "dur_ns": du}) for ph, nm, st, du in parts]
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["step", "start_ns"], kind="stable").reset_index(drop=True)
 
 
 def _names(df: pd.DataFrame | None, table: C.Table) -> set:
@@ -159,3 +204,106 @@ def _read_trace(ctx: _Ctx) -> None:
             if c in t.columns:
                 t[c] = np.clip(t[c].to_numpy(), -(1 << 31), (1 << 31) - 1)
     ctx.set_trace_tables(t, tt.slices, tt.flows, tt.counters)
+
+
+def _read_op_statistic(ctx: _Ctx) -> None:
+    df = ctx.csv(f"aicore_intermediate_{ctx.id}_type.csv",
+                 required=C.required(C.AICORE_TYPE_STATS))
+    frames = []
+    if df is not None and len(df):
+        c = C.resolve(df, C.AICORE_TYPE_STATS)
+        total = _ms_text_to_ns(df[c["total"]]) if "total" in c else np.zeros(len(df), np.int64)
+        calls = pd.to_numeric(df[c["calls"]], errors="coerce").fillna(0).astype(np.int64) \
+            .to_numpy() if "calls" in c else np.ones(len(df), np.int64)
+        pct = pd.to_numeric(df[c["percent"]], errors="coerce").to_numpy(np.float64) \
+            if "percent" in c else np.full(len(df), np.nan)
+        # MindSpore 2.x writes a fraction (0-1) that MindInsight multiplies by 100; older
+        # files hold percent already (their sum is ~100).
+        if np.nansum(pct) <= 1.0 + 1e-6 and np.nanmax(pct, initial=0) <= 1.0:
+            pct = pct * 100.0
+        frames.append(pd.DataFrame({
+            "type": df[c["type"]].astype(str).str.strip().to_numpy(), "core_type": "AI_CORE",
+            "calls": calls, "total_ns": total,
+            "avg_ns": np.where(calls > 0, total // np.maximum(calls, 1), 0),
+            "min_ns": 0, "max_ns": 0, "ratio_pct": pct}))
+    tasks = _aicpu_tasks(ctx)
+    if tasks is not None and len(tasks):
+        g = tasks.groupby("type", sort=False)["dur_ns"]
+        agg = pd.DataFrame({"calls": g.size(), "total_ns": g.sum(), "min_ns": g.min(),
+                            "max_ns": g.max()}).reset_index()
+        agg["avg_ns"] = agg["total_ns"] // agg["calls"]
+        all_ns = float(agg["total_ns"].sum())
+        agg["ratio_pct"] = agg["total_ns"] / all_ns * 100.0 if all_ns > 0 else np.nan
+        agg["core_type"] = "AI_CPU"
+        frames.append(agg)
+    if frames:
+        out = pd.concat(frames, ignore_index=True)
+        ctx.profile.set("op_statistic", out.sort_values("total_ns", ascending=False,
+                                                        kind="stable"))
+
+
+def _aicpu_tasks(ctx: _Ctx) -> pd.DataFrame | None:
+    """AI CPU tasks of aicpu_intermediate_{id}.csv: type, start_ns, dur_ns (ms -> ns); read
+    once (two steps use them)."""
+    if ctx.aicpu is None:
+        ctx.aicpu = _read_aicpu_tasks(ctx)
+    return ctx.aicpu if len(ctx.aicpu) else None
+
+
+def _read_aicpu_tasks(ctx: _Ctx) -> pd.DataFrame:
+    empty = pd.DataFrame({"type": [], "start_ns": [], "dur_ns": []})
+    df = ctx.csv(f"aicpu_intermediate_{ctx.id}.csv", required=C.required(C.LEGACY_AICPU_TASKS))
+    if df is None or len(df) == 0:
+        return empty
+    c = C.resolve(df, C.LEGACY_AICPU_TASKS)
+    key = "compute_ms" if "compute_ms" in c else "total_ms"
+    dur = _ms_text_to_ns(df[c[key]]) if key in c else np.zeros(len(df), np.int64)
+    start = us_text_to_ns(df[c["start"]].astype(str).to_numpy(dtype=object)) \
+        if "start" in c else np.zeros(len(df), np.int64)
+    return pd.DataFrame({"type": df[c["name"]].astype(str).str.strip().to_numpy(),
+                         "start_ns": start, "dur_ns": dur})
+
+
+def _read_aicpu(ctx: _Ctx) -> None:
+    p = ctx.profile
+    if p.has("kernels") and (p.table("kernels")["core_type"].astype(str) == "AI_CPU").any():
+        return  # the timeline file has them already
+    tasks = _aicpu_tasks(ctx)
+    if tasks is None or len(tasks) == 0:
+        return
+    add = pd.DataFrame({"name": tasks["type"], "type": tasks["type"], "core_type": "AI_CPU",
+                        "start_ns": tasks["start_ns"], "dur_ns": tasks["dur_ns"],
+                        "device_id": pd.array([ctx.id] * len(tasks), dtype="Int64")})
+    k = p.table("kernels") if p.has("kernels") else None
+    p.set("kernels", add if k is None else pd.concat([k, add], ignore_index=True))
+
+
+def _read_flops(ctx: _Ctx) -> None:
+    path = ctx.path(f"flops_summary_{ctx.id}.json")
+    if path is None:
+        return
+    doc = ctx.json(path)
+    if doc is None:
+        return
+    flops = {k: v for k, v in doc.items() if isinstance(v, (int, float)) and
+             not isinstance(v, bool)}
+    scope_path = ctx.path(f"flops_scope_{ctx.id}.json")
+    if scope_path is not None:
+        scopes = ctx.json(scope_path)
+        if scopes is not None:
+            flops["scopes"] = _flops_scopes(scopes)
+    ctx.profile.meta.flops = flops
+
+
+def _flops_scopes(doc: dict) -> list:
+    """Top-level scopes of flops_scope_{id}.json as [{"name", "value"}] by value descending.
+    The file is a sankey diagram `{"data": {"nodes": [...], "links": [{"source", "target",
+    "value"}]}, "max_scope_num"}` whose root node is `Total`: its links are the top level."""
+    data = doc.get("data")
+    links = data.get("links") if isinstance(data, dict) else None
+    if not isinstance(links, list):
+        return []
+    out = [{"name": str(r.get("target", "")), "value": float(r["value"])} for r in links
+           if isinstance(r, dict) and r.get("source") == "Total"
+           and isinstance(r.get("value"), (int, float)) and not isinstance(r.get("value"), bool)]
+    return sorted(out, key=lambda r: -r["value"])

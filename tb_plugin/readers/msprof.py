@@ -51,8 +51,12 @@ communication_ops / communication_links  analyze/communication.json (ms -> ns; t
           communication_matrix.json.
 meta      producer "msprof", device "npu", device_id, rank (`rank_id` of info.json.{id}),
           versions, layout.
-op_statistic / api_statistic / communication_statistic are aggregates of the above and are
-not read. Every unreadable file adds a FileError; nothing raises.
+step_phases  step_trace_*.csv (per iteration: gap, FP->BP, tail, each Reduce pair); without
+          the CSV, derive.py makes them from the `Iteration n` / `FP_BP Time n` slices.
+op_statistic / api_statistic  op_statistic_*.csv and api_statistic_*.csv as written
+          (readers.statistics); communication_statistic is not read.
+kernels (AI CPU)  aicpu_*.csv tasks join the kernels with core_type AI_CPU unless op_summary
+          has AI_CPU kernels of that name (readers.statistics.add_aicpu). Every unreadable file adds a FileError; nothing raises.
 """
 from __future__ import annotations
 
@@ -67,6 +71,7 @@ from ..model import MSPROF_STEP_CATEGORIES, Profile, ProfileMeta, category_names
 from ..natural_sort import natural_key
 from . import SpanSource
 from . import columns as C
+from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, us_text_to_ns
 
@@ -124,7 +129,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     return run_steps(_Ctx(span, work_dir), [
         _read_layout, _read_info, _read_trace, _read_kernels, _read_steps,
         _read_memory_records, _read_module_memory, _read_memory_allocations,
-        _read_communication, _read_communication_matrix,
+        _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
     ])
 
 
@@ -373,7 +378,7 @@ def _read_steps(ctx: _Ctx) -> None:
     p = ctx.profile
     has_overlap = p.has("tracks") and \
         (p.table("tracks")["kind"].astype(str) == "overlap").any() and _overlap_has_slices(p)
-    steps = None
+    steps = df = None
     st_files = _files(ctx.summary, "step_trace", "csv")
     if st_files:
         df = ctx.csvs(st_files, required=C.required(C.MSPROF_STEP_TRACE))
@@ -381,6 +386,10 @@ def _read_steps(ctx: _Ctx) -> None:
             steps = _steps_from_csv(df, ctx.device_id)
     if steps is None and ctx.trace_read:
         steps = _steps_from_trace(p)
+    if st_files and df is not None:
+        phases = _phases_from_csv(df, ctx.device_id)
+        if phases is not None and len(phases):
+            p.set("step_phases", phases)
     if steps is None or len(steps) == 0:
         return
     if has_overlap:
@@ -405,6 +414,56 @@ def _steps_from_csv(df: pd.DataFrame, device_id) -> pd.DataFrame | None:
     total = _us(df, c.get("total_ns"))
     return _steps_frame(it.astype(np.int64), end - total, end, total,
                         _us(df, c.get("fp_bp_ns")), _us(df, c.get("refresh_ns")))
+
+
+_REDUCE_HEADER = re.compile(r"^Reduce Start(\(us\))?(\.(\d+))?$")
+
+
+def _phases_from_csv(df: pd.DataFrame, device_id) -> pd.DataFrame | None:
+    """step_phases of step_trace_*.csv (the model with most iterations): step start = end -
+    Iteration Time; iteration_interval = FP Start - start, fp_and_bp = BP End - FP Start,
+    tail = end - BP End; one `reduce` row per Reduce Start / Duration pair (`Reduce k`).
+    Iterations without FP/BP (inference: N/A) have no phases."""
+    df = _filter_device(df, device_id)
+    if len(df) == 0:
+        return None
+    c = C.resolve(df, C.MSPROF_STEP_TRACE_POINTS)
+    if not {"fp_start", "bp_end", "end", "total"} <= set(c):
+        return None
+    model = df[c["model"]].fillna("").astype(str) if "model" in c else \
+        pd.Series([""] * len(df), index=df.index)
+    it = to_float(df[c["step"]])
+    keep = (model == model.value_counts().index[0]).to_numpy() & np.isfinite(it)
+    fp_txt = df[c["fp_start"]].astype(str).str.strip()
+    keep &= ~fp_txt.isin(["N/A", "", "nan"]).to_numpy()
+    df, it = df[keep].reset_index(drop=True), it[keep].astype(np.int64)
+    if len(df) == 0:
+        return None
+    fp, bp, end, total = (_us(df, c[k]) for k in ("fp_start", "bp_end", "end", "total"))
+    start = end - total
+    parts = [("iteration_interval", "", start, np.maximum(fp - start, 0)),
+             ("fp_and_bp", "", fp, bp - fp), ("tail", "", bp, np.maximum(end - bp, 0))]
+    for col in df.columns:
+        m = _REDUCE_HEADER.match(str(col).strip())
+        if not m:
+            continue
+        k = m.group(3) or "0"
+        dur_col = "Reduce Duration(us)" if m.group(1) else "Reduce Duration"
+        dur_col += f".{k}" if m.group(2) else ""
+        if dur_col not in df.columns:
+            continue
+        rs, rd = _us(df, col), _us(df, dur_col)
+        ok = pd.to_numeric(df[dur_col].astype(str).str.strip(), errors="coerce").notna() \
+            .to_numpy()
+        parts.append(("reduce", f"Reduce {k}", rs[ok], rd[ok], ok))
+    frames = []
+    for part in parts:
+        ph, nm, st, du = part[:4]
+        steps = it[part[4]] if len(part) > 4 else it
+        frames.append(pd.DataFrame({"step": steps, "phase": ph, "name": nm,
+                                    "start_ns": st, "dur_ns": du}))
+    out = pd.concat(frames, ignore_index=True).drop_duplicates(["step", "phase", "name"])
+    return out.sort_values(["step", "start_ns"], kind="stable").reset_index(drop=True)
 
 
 def _steps_frame(step, start, end, total, fpbp, refresh) -> pd.DataFrame:
@@ -627,3 +686,31 @@ def _read_communication_matrix(ctx: _Ctx) -> None:
         df = pd.DataFrame(rows)
         df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
         ctx.profile.set("communication_links", df)
+
+
+def _read_statistics(ctx: _Ctx) -> None:
+    files = _files(ctx.summary, "op_statistic", "csv")
+    if files:
+        df = ctx.csvs(files, required=C.required(C.OP_STATISTIC))
+        if df is not None and len(df):
+            ctx.profile.set("op_statistic", statistics.op_statistic(df, ctx.device_id))
+    files = _files(ctx.summary, "api_statistic", "csv")
+    if files:
+        df = ctx.csvs(files, required=C.required(C.API_STATISTIC))
+        if df is not None and len(df):
+            ctx.profile.set("api_statistic", statistics.api_statistic(df))
+
+
+def _read_aicpu(ctx: _Ctx) -> None:
+    files = _files(ctx.summary, "aicpu", "csv")
+    if not files:
+        return
+    df = ctx.csvs(files, required=C.required(C.AICPU_TASKS))
+    if df is None or len(df) == 0:
+        return
+    tasks = statistics.aicpu_kernels(df, ctx.device_id)
+    if ctx.device_id is not None:
+        tasks["device_id"] = pd.array([ctx.device_id] * len(tasks), dtype="Int64")
+    p = ctx.profile
+    p.set("kernels", statistics.add_aicpu(p.table("kernels") if p.has("kernels") else None,
+                                          tasks), keep_extra=True)

@@ -50,6 +50,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
 from . import SpanSource
 from . import columns as C
 from . import minddata
+from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, to_int64, us_text_to_ns
 
@@ -116,6 +117,8 @@ def _trace_deferrable(ctx: "_Ctx") -> bool:
     trace = _trace_file(ctx)
     if trace is None or not ctx.readable(trace):
         return False
+    if ctx.dialect.producer == "mindspore" and not _operator_file_has_durations(ctx):
+        return False  # MindSpore's operator times come from the trace (_read_mindspore_operators)
     return ctx.path("step_trace_time.csv") is not None and (
         ctx.path("kernel_details.csv") is not None or ctx.path("operator_details.csv") is not None)
 
@@ -139,8 +142,8 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
     steps = [
         _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
         _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix, minddata.read_ascend_ms,
-        _check_any_data, _finish_meta,
+        _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
+        _read_mindspore_operators, minddata.read_ascend_ms, _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
@@ -646,3 +649,183 @@ def _read_communication_matrix(ctx: _Ctx) -> None:
     out = pd.DataFrame(rows)
     out["step"] = out["step"].astype("Int64")
     ctx.profile.set("communication_links", out, keep_extra=True)
+
+
+# --------------------------------------------------------------------------- graph mode
+
+def _read_statistics(ctx: _Ctx) -> None:
+    """op_statistic.csv and api_statistic.csv as written (readers.statistics)."""
+    df = ctx.csv("op_statistic.csv", required=C.required(C.OP_STATISTIC))
+    if df is not None and len(df):
+        ctx.profile.set("op_statistic", statistics.op_statistic(df, ctx.profile.meta.device_id))
+    df = ctx.csv("api_statistic.csv", required=C.required(C.API_STATISTIC))
+    if df is not None and len(df):
+        ctx.profile.set("api_statistic", statistics.api_statistic(df))
+
+
+def _read_aicpu(ctx: _Ctx) -> None:
+    """data_preprocess.csv AI CPU tasks join the kernels (core AI_CPU) unless kernel_details
+    has AI_CPU kernels of that name (readers.statistics.add_aicpu)."""
+    df = ctx.csv("data_preprocess.csv", required=C.required(C.AICPU_TASKS))
+    if df is None or len(df) == 0:
+        return
+    tasks = statistics.aicpu_kernels(df, ctx.profile.meta.device_id)
+    dev = ctx.profile.meta.device_id
+    if dev is not None:
+        tasks["device_id"] = pd.array([dev] * len(tasks), dtype="Int64")
+    p = ctx.profile
+    p.set("kernels", statistics.add_aicpu(p.table("kernels") if p.has("kernels") else None,
+                                          tasks), keep_extra=True)
+
+
+def _operator_file_has_durations(ctx: _Ctx) -> bool:
+    path = ctx.path("operator_details.csv")
+    if path is None:
+        return False
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            header = fh.readline()
+    except OSError:
+        return False
+    return "Duration" in header
+
+
+_KERNEL_LAUNCH = "Kernel::KernelLaunch::"
+_NPU_FLOWS = ("mindspore_to_npu", "torch_to_npu")
+
+
+def _read_mindspore_operators(ctx: _Ctx) -> None:
+    """MindSpore 2.x: operator_details.csv has only Name / Input Shapes, so each operator
+    call is a slice of the trace's `MindSpore` layer (ProfilerStep#N excluded; the name of a
+    `Kernel::KernelLaunch::<scope>` event is its scope, as operator_details names it, other
+    events keep their name) with torch_npu's operator_details definitions:
+    host_total = dur; host_self = dur - the durations of its direct children on the track;
+    device_self = Σ dur of the device kernels its own `mindspore_to_npu` flows reach;
+    device_total = the same over the op and every descendant; the `_aicore_ns` variants
+    count AI_CORE kernels only (core type from the kernels table, matched by start)."""
+    p = ctx.profile
+    if ctx.dialect.producer != "mindspore" or p.meta.operator_durations or \
+            not p.has("slices") or not p.has("tracks"):
+        return
+    tracks = p.table("tracks")
+    ms_tracks = tracks.loc[tracks["process"].astype(str) == "MindSpore", "track_id"].to_numpy()
+    sl = p.table("slices")  # sorted by (track, start, -dur), depth = nesting on the track
+    rows = np.flatnonzero(np.isin(sl["track_id"].to_numpy(), ms_tracks))
+    if len(rows) == 0:
+        return
+    names = sl["name"]
+    cats = pd.Index(names.cat.categories.astype(str)) if hasattr(names, "cat") else None
+    codes = names.cat.codes.to_numpy()[rows] if cats is not None else None
+    name = cats.to_numpy(dtype=object)[codes] if cats is not None else \
+        names.astype(str).to_numpy(dtype=object)[rows]
+    track = sl["track_id"].to_numpy()[rows]
+    start = sl["start_ns"].to_numpy(np.int64)[rows]
+    dur = sl["dur_ns"].to_numpy(np.int64)[rows]
+    depth = sl["depth"].to_numpy().astype(np.int64)[rows]
+    parent = _parents(track, depth)
+    dev_self, dev_self_core = _launched_device_time(p, track, start, dur, stack_parent=parent)
+    is_op = ~pd.Series(name).str.startswith("ProfilerStep#").to_numpy()
+    # host self: minus the direct children; device totals: bottom-up over the depths
+    child_dur = np.zeros(len(rows), np.int64)
+    has_parent = parent >= 0
+    np.add.at(child_dur, parent[has_parent], dur[has_parent])
+    dev_total, dev_total_core = dev_self.copy(), dev_self_core.copy()
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        at = np.flatnonzero((depth == d) & has_parent)
+        np.add.at(dev_total, parent[at], dev_total[at])
+        np.add.at(dev_total_core, parent[at], dev_total_core[at])
+    if not is_op.any():
+        return
+    op_name = pd.Series(name[is_op]).str.replace(f"^{re.escape(_KERNEL_LAUNCH)}", "", regex=True)
+    old = p.table("operators")
+    shapes = pd.Series(dtype=object)
+    if len(old):
+        first = old.drop_duplicates("name")
+        shapes = pd.Series(first["input_shapes"].astype(str).to_numpy(),
+                           index=first["name"].astype(str).to_numpy())
+    out = pd.DataFrame({
+        "name": op_name.to_numpy(dtype=object),
+        "input_shapes": op_name.map(shapes).fillna("").to_numpy(dtype=object),
+        "start_ns": start[is_op], "host_self_ns": (dur - child_dur)[is_op],
+        "host_total_ns": dur[is_op],
+        "device_self_ns": dev_self[is_op], "device_total_ns": dev_total[is_op],
+        "device_self_aicore_ns": dev_self_core[is_op],
+        "device_total_aicore_ns": dev_total_core[is_op],
+    })
+    p.set("operators", out.sort_values("start_ns", kind="stable"), keep_extra=True)
+    p.meta.operator_durations = True
+
+
+def _parents(track: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Index of each slice's enclosing slice (the latest earlier one of depth - 1 on the same
+    track), -1 at depth 0; slices in (track, start, -dur) order."""
+    n = len(depth)
+    parent = np.full(n, -1, np.int64)
+    idx = np.arange(n)
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        last = np.maximum.accumulate(np.where(depth == d - 1, idx, -1))
+        at = np.flatnonzero(depth == d)
+        cand = last[at]
+        ok = (cand >= 0) & (track[np.maximum(cand, 0)] == track[at])
+        parent[at[ok]] = cand[ok]
+    return parent
+
+
+def _launched_device_time(p: Profile, track, start, dur, stack_parent):
+    """Per op (arrays sorted by track, start): Σ dur of the kernels its flows reach, and of
+    the AI_CORE ones. A flow belongs to the innermost op of its track enclosing its start.
+    Vectorized over flows (a big trace has a flow per kernel)."""
+    n = len(start)
+    self_ns = np.zeros(n, np.int64)
+    core_ns = np.zeros(n, np.int64)
+    fl = p.table("flows")
+    if len(fl) == 0 or n == 0:
+        return self_ns, core_ns
+    fl = fl[fl["name"].astype(str).isin(_NPU_FLOWS).to_numpy()]
+    ph = fl["phase"].astype(str)
+    s = fl[(ph == "s").to_numpy()][["flow_id", "track_id", "ts_ns"]]
+    f = fl[ph.isin(["f", "t"]).to_numpy()][["flow_id", "track_id", "ts_ns"]]
+    pairs = s.merge(f, on="flow_id", suffixes=("_s", "_f")).drop_duplicates("flow_id")
+    if len(pairs) == 0:
+        return self_ns, core_ns
+    # Duration of the kernel at each flow end: the kernels table (with its core type), else
+    # the device slice starting there.
+    k = p.table("kernels")
+    kt = pd.DataFrame({"ts_ns_f": k["start_ns"].to_numpy(np.int64),
+                       "kdur": k["dur_ns"].to_numpy(np.int64),
+                       "core": k["core_type"].astype(str).to_numpy()}).drop_duplicates("ts_ns_f")
+    sl = p.table("slices")
+    on_end = np.isin(sl["track_id"].to_numpy(), pairs["track_id_f"].unique())
+    st = pd.DataFrame({"track_id_f": sl["track_id"].to_numpy()[on_end],
+                       "ts_ns_f": sl["start_ns"].to_numpy(np.int64)[on_end],
+                       "sdur": sl["dur_ns"].to_numpy(np.int64)[on_end]}) \
+        .drop_duplicates(["track_id_f", "ts_ns_f"])
+    pairs = pairs.merge(kt, on="ts_ns_f", how="left").merge(st, on=["track_id_f", "ts_ns_f"],
+                                                            how="left")
+    d = pairs["kdur"].fillna(pairs["sdur"])
+    pairs = pairs[d.notna().to_numpy()]
+    d = d[d.notna()].to_numpy(np.int64)
+    is_core = (pairs["core"].fillna("") == "AI_CORE").to_numpy()
+    ts = pairs["ts_ns_s"].to_numpy(np.int64)
+    ttrack = pairs["track_id_s"].to_numpy()
+    owner = np.full(len(pairs), -1, np.int64)
+    for t in np.unique(ttrack):  # a few host threads
+        lo = np.searchsorted(track, t, side="left")
+        hi = np.searchsorted(track, t, side="right")
+        if hi == lo:
+            continue
+        m = ttrack == t
+        i = lo + np.searchsorted(start[lo:hi], ts[m], side="right") - 1
+        # the latest op starting before the flow, else its ancestors: the first enclosing one
+        for _ in range(256):
+            ok = i >= lo
+            ok[ok] = ts[m][ok] < start[i[ok]] + np.maximum(dur[i[ok]], 1)
+            bad = (i >= lo) & ~ok
+            if not bad.any():
+                break
+            i[bad] = np.where(stack_parent[i[bad]] >= lo, stack_parent[i[bad]], lo - 1)
+        owner[np.flatnonzero(m)] = np.where(i >= lo, i, -1)
+    got = owner >= 0
+    np.add.at(self_ns, owner[got], d[got])
+    np.add.at(core_ns, owner[got & is_core], d[got & is_core])
+    return self_ns, core_ns

@@ -8,6 +8,7 @@ import { DataTable, type Column } from '../components/DataTable';
 import { ErrorBox, Loading, Notice } from '../components/States';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
+import { OpTypesSection } from './OpTypes';
 
 export const KERNEL_GROUPS = ['name', 'type', 'core'] as const;
 export const TOP_N_CHOICES = [5, 10, 15, 20, 30];
@@ -150,6 +151,7 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
           }
         />
       </section>
+      <OpTypesSection profile={profile} />
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { formatCount, formatDuration, humanize } from '../format';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
 import { TopFindings } from './Advisor';
+import { StepPhasesSection } from './StepPhases';
 
 type StepRow = Record<string, number | string>;
 
@@ -67,6 +68,7 @@ export function OverviewView({ profile, worker, filters, setFilters }: ViewProps
           </section>
         </div>
       )}
+      <StepPhasesSection profile={profile} />
       <section className="card">
         <h2>Steps</h2>
         <DataTable<StepRow>
