@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import api, api_advisor, api_distributed, api_trace
+from . import api, api_advisor, api_dispatch, api_distributed, api_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +52,9 @@ VIEWS: list[View] = [
          tables=("memory_records", "memory_allocations", "module_memory")),
     # A trace the views stage deferred has no slices yet, but will.
     View("trace", "Trace", api_trace, tables=("slices", "counters"),
+         when_span=lambda facts: facts.trace_deferred),
+    # The host dispatch path is read from the trace (listed as soon as the span has one).
+    View("dispatch", "Dispatch", api_dispatch, tables=("slices",),
          when_span=lambda facts: facts.trace_deferred),
     View("distributed", "Distributed", api_distributed,
          when_run=api_distributed.distributed_view_available),
