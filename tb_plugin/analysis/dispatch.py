@@ -515,6 +515,9 @@ def _main_path(paths: pd.Series):
 def _us(v):
     if v is None:
         return None
+    if isinstance(v, (int, np.integer)):  # epoch ns: divide before a float rounds them
+        q, r = divmod(int(v), 1000)
+        return q + r / 1000.0
     f = float(v)
     return None if np.isnan(f) else f / 1000.0
 
