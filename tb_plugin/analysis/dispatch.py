@@ -59,9 +59,14 @@ def _name_mask(series: pd.Series, pred) -> np.ndarray:
     return hit[codes]
 
 
-def _labels(series: pd.Series) -> np.ndarray:
+def _labels(series: pd.Series, rename=None) -> np.ndarray:
+    """The names of a name column as text (`rename` applied once per distinct name)."""
+    if len(series) == 0:
+        return np.zeros(0, dtype=object)
     codes, labels = key_codes(series)
-    return labels[codes] if len(series) else np.zeros(0, dtype=object)
+    if rename is not None:
+        labels = np.array([rename(str(x)) for x in labels], dtype=object)
+    return labels[codes]
 
 
 def _bind(track: np.ndarray, ts: np.ndarray, cand: pd.DataFrame) -> np.ndarray:
@@ -174,11 +179,17 @@ def path_tables(profile: Profile) -> dict:
            "kind": None, "paths": np.zeros(0, dtype=object), "compile_ns": np.zeros(0)}
     if len(slices) == 0 or len(tracks) == 0:
         return out
-    kind_of = dict(zip(tracks["track_id"].to_numpy(np.int64), tracks["kind"].astype(str)))
-    tid_of = dict(zip(tracks["track_id"].to_numpy(np.int64), tracks["tid"].astype(str)))
-    skind = np.array([kind_of.get(int(t), "") for t in np.unique(slices["track_id"])])
-    track_kind = pd.Series(dict(zip(np.unique(slices["track_id"]).tolist(), skind)))
-    s_kind = track_kind.reindex(slices["track_id"].to_numpy()).to_numpy(dtype=object)
+    ids = tracks["track_id"].to_numpy(np.int64)
+    kind_by_track = pd.Series(tracks["kind"].astype(str).to_numpy(dtype=object), index=ids)
+    tid_by_track = pd.Series(tracks["tid"].astype(str).to_numpy(dtype=object), index=ids)
+
+    def tid_of(track_ids) -> np.ndarray:
+        """Thread id (text) of each track id, "" for an unknown track."""
+        return tid_by_track.reindex(np.asarray(track_ids, np.int64)).fillna("").to_numpy(
+            dtype=object)
+
+    s_kind = kind_by_track.reindex(slices["track_id"].to_numpy(np.int64)).fillna("").to_numpy(
+        dtype=object)
     host = s_kind == "host"
     if profile.meta.device == "gpu" or profile.meta.producer == "kineto":
         return _cuda_path(profile, slices, host, tid_of, out)
@@ -189,20 +200,21 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
     names = slices["name"]
     enq = _with_end(slices[host & _name_mask(names, lambda n: n.startswith("Enqueue"))])
     deq = _with_end(slices[host & _name_mask(names, lambda n: n.startswith("Dequeue"))])
-    deq_tid = np.array([tid_of.get(int(t), "") for t in deq["track_id"]], dtype=object)
+    deq_tid = tid_of(deq["track_id"])
     out["dequeues"] = pd.DataFrame({"start_ns": deq["start_ns"].to_numpy(np.int64),
                                     "end_ns": deq["end_ns"].to_numpy(np.int64),
                                     "name": _labels(deq["name"])})
     fl_cat = flows["cat"].astype(str).to_numpy() if len(flows) else np.zeros(0, dtype=object)
     fl_name = _labels(flows["name"]) if len(flows) else np.zeros(0, dtype=object)
+    fl_cat = fl_cat.astype(object)
     # Launches: the HostToDevice flows (older CANN: acl_to_npu), launch end -> device end.
-    h2d = _flow_pairs(flows, (fl_cat == "HostToDevice") | np.array(
-        [n.startswith(("HostToDevice", "acl_to_npu")) for n in fl_name], dtype=bool))
+    h2d = _flow_pairs(flows, (fl_cat == "HostToDevice") | _name_mask(
+        flows["name"], lambda n: n.startswith(("HostToDevice", "acl_to_npu"))))
     nodes = _with_end(slices[cann & _name_mask(names, lambda n: n.startswith("Node@"))])
     li = _bind(h2d["s_track"].to_numpy(), h2d["s_ts"].to_numpy(), nodes)
     launch_ns = np.where(li >= 0, nodes["dur_ns"].to_numpy(np.float64)[np.maximum(li, 0)]
                          if len(nodes) else np.nan, np.nan)
-    l_tid = np.array([tid_of.get(int(t), "") for t in h2d["s_track"]], dtype=object)
+    l_tid = tid_of(h2d["s_track"])
     launches = pd.DataFrame({"tid": l_tid, "start_ns": h2d["s_ts"].to_numpy(np.int64),
                              "launch_ns": launch_ns,
                              "device_start_ns": h2d["f_ts"].to_numpy(np.int64),
@@ -229,7 +241,7 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
         e_dur[di] = enq["dur_ns"].to_numpy(np.int64)[ei]
         d_start = deq["start_ns"].to_numpy(np.int64)
         calls = pd.DataFrame({
-            "name": [n.split("@", 1)[1] if "@" in n else n for n in _labels(deq["name"])],
+            "name": _labels(deq["name"], lambda n: n.split("@", 1)[1] if "@" in n else n),
             "tid": deq_tid, "win_start_ns": d_start,
             "win_end_ns": deq["end_ns"].to_numpy(np.int64), "has_enqueue": has,
             "enqueue_start_ns": e_start, "enqueue_ns": np.where(has, e_dur, np.nan),
@@ -242,12 +254,11 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
     launches["call"] = _window_of(launches["tid"].to_numpy(), launches["start_ns"].to_numpy(),
                                   calls)
     apis = _with_end(slices[cann & _name_mask(names, lambda n: n.startswith("AscendCL@"))])
-    a_tid = np.array([tid_of.get(int(t), "") for t in apis["track_id"]], dtype=object)
+    a_tid = tid_of(apis["track_id"])
     a_call = _window_of(a_tid, apis["start_ns"].to_numpy(), calls)
-    a_name = _labels(apis["name"])
-    is_op = np.array([n.startswith("AscendCL@aclop") for n in a_name], dtype=bool)
-    is_nn = np.array([n.startswith("AscendCL@aclnn") for n in a_name], dtype=bool)
-    is_compile = np.array(["compile" in n.lower() for n in a_name], dtype=bool)
+    is_op = _name_mask(apis["name"], lambda n: n.startswith("AscendCL@aclop"))
+    is_nn = _name_mask(apis["name"], lambda n: n.startswith("AscendCL@aclnn"))
+    is_compile = _name_mask(apis["name"], lambda n: "compile" in n.lower())
     n = len(calls)
     has_op = np.bincount(a_call[(a_call >= 0) & is_op], minlength=n)[:n] > 0
     has_nn = np.bincount(a_call[(a_call >= 0) & is_nn], minlength=n)[:n] > 0
@@ -259,11 +270,11 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
     return out
 
 
-def _owner_calls(launches: pd.DataFrame, ops: pd.DataFrame, tid_of: dict) -> pd.DataFrame:
+def _owner_calls(launches: pd.DataFrame, ops: pd.DataFrame, tid_of) -> pd.DataFrame:
     """Calls without a task queue: the deepest host op enclosing each launch on its thread."""
     if len(launches) == 0 or len(ops) == 0:
         return _empty_calls()
-    op_tid = np.array([tid_of.get(int(t), "") for t in ops["track_id"]], dtype=object)
+    op_tid = tid_of(ops["track_id"])
     # Bind on the thread id: CANN (or CUDA runtime) and host ops are different tracks of one
     # OS thread; a thread id stands in for the track.
     codes, uniq = pd.factorize(pd.Series(np.concatenate([op_tid, launches["tid"].to_numpy()]),
@@ -309,7 +320,7 @@ def _cuda_path(profile, slices, host, tid_of, out) -> dict:
     ok = pos >= 0
     dev = first.to_numpy(np.int64)[pos[ok]]
     rt = rt[ok].reset_index(drop=True)
-    r_tid = np.array([tid_of.get(int(t), "") for t in rt["track_id"]], dtype=object)
+    r_tid = tid_of(rt["track_id"])
     launches = pd.DataFrame({"tid": r_tid, "start_ns": rt["start_ns"].to_numpy(np.int64),
                              "launch_ns": rt["dur_ns"].to_numpy(np.float64),
                              "device_start_ns": dev,
