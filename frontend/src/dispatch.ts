@@ -140,7 +140,7 @@ export function dispatchStepsOption(steps: DispatchStep[]): ChartOption {
     xAxis: { type: 'category', data: labels, name: 'Step', nameLocation: 'middle', nameGap: 26 },
     yAxis: [
       { type: 'value', axisLabel: { formatter: (v: number) => formatDuration(v) } },
-      { type: 'value', name: 'Launch delay p95', axisLabel: { formatter: (v: number) => formatDuration(v) }, splitLine: { show: false } },
+      { type: 'value', axisLabel: { formatter: (v: number) => formatDuration(v) }, splitLine: { show: false } },
     ],
     series: [
       { name: 'Dequeue gaps > 1 ms', type: 'bar', barMaxWidth: 32, itemStyle: { color: PALETTE[4] }, data: gaps },
