@@ -50,23 +50,61 @@ STORE = DerivedStore("dispatch", 512)
 
 # --------------------------------------------------------------------------- helpers
 
-def _name_mask(series: pd.Series, pred) -> np.ndarray:
-    """Row mask of a name column, `pred` tested once per distinct name."""
+_LABELS: dict = {}  # id(categories) -> (categories, their text): one conversion per table
+
+
+def _codes_labels(series: pd.Series) -> tuple[np.ndarray, "pa.Array"]:
+    """(codes, names as an Arrow string array) of a name column; a categorical's names are
+    converted once and shared by the row subsets of the same table (they keep its
+    categories), and tested by Arrow's string kernels, not a Python loop."""
+    import pyarrow as pa
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = series.cat.categories
+        hit = _LABELS.get(id(cats))
+        if hit is None or hit[0] is not cats:
+            if len(_LABELS) > 8:
+                _LABELS.clear()
+            hit = (cats, pa.array(cats.astype(str).tolist() + [""], type=pa.string()))
+            _LABELS[id(cats)] = hit
+        codes = series.cat.codes.to_numpy().astype(np.int64)
+        return np.where(codes < 0, len(hit[1]) - 1, codes), hit[1]  # missing reads as ""
+    codes, labels = key_codes(series)
+    return codes, pa.array([str(x) for x in labels], type=pa.string())
+
+
+def _name_mask(series: pd.Series, prefix=None, contains: str | None = None,
+               among=None) -> np.ndarray:
+    """Row mask of a name column: names starting with `prefix` (str or tuple), containing
+    `contains` (case-insensitive) or in `among`; tested once per distinct name."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if len(series) == 0:
         return np.zeros(0, dtype=bool)
-    codes, labels = key_codes(series)
-    hit = np.fromiter((bool(pred(str(x))) for x in labels), dtype=bool, count=len(labels))
-    return hit[codes]
+    codes, labels = _codes_labels(series)
+    if prefix is not None:
+        hit = np.zeros(len(labels), dtype=bool)
+        for p in (prefix if isinstance(prefix, tuple) else (prefix,)):
+            hit |= pc.starts_with(labels, p).to_numpy(zero_copy_only=False)
+    elif contains is not None:
+        hit = pc.match_substring(labels, contains, ignore_case=True).to_numpy(zero_copy_only=False)
+    else:
+        hit = pc.is_in(labels, value_set=pa.array(list(among), type=pa.string())).to_numpy(
+            zero_copy_only=False)
+    return np.asarray(hit, dtype=bool)[codes]
 
 
 def _labels(series: pd.Series, rename=None) -> np.ndarray:
-    """The names of a name column as text (`rename` applied once per distinct name)."""
+    """The names of a name column as text (`rename` applied once per distinct name used)."""
     if len(series) == 0:
         return np.zeros(0, dtype=object)
-    codes, labels = key_codes(series)
+    codes, labels = _codes_labels(series)
+    used, inv = np.unique(codes, return_inverse=True)
+    text = np.asarray(labels.take(used).to_pylist(), dtype=object)
     if rename is not None:
-        labels = np.array([rename(str(x)) for x in labels], dtype=object)
-    return labels[codes]
+        text = np.array([rename(str(x)) for x in text], dtype=object)
+    return text[inv]
 
 
 def _bind(track: np.ndarray, ts: np.ndarray, cand: pd.DataFrame) -> np.ndarray:
@@ -127,7 +165,7 @@ def _flow_pairs(flows: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     fl = flows[mask]
     if len(fl) == 0:
         return pd.DataFrame({"s_track": [], "s_ts": [], "f_track": [], "f_ts": []})
-    ph = fl["phase"].astype(str).to_numpy()
+    ph = _labels(fl["phase"])
     cols = ["flow_id", "track_id", "ts_ns"]
     s = fl.loc[ph == "s", cols].drop_duplicates("flow_id")
     f = fl.loc[ph == "f", cols].drop_duplicates("flow_id")
@@ -198,19 +236,19 @@ def path_tables(profile: Profile) -> dict:
 
 def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
     names = slices["name"]
-    enq = _with_end(slices[host & _name_mask(names, lambda n: n.startswith("Enqueue"))])
-    deq = _with_end(slices[host & _name_mask(names, lambda n: n.startswith("Dequeue"))])
+    enq = _with_end(slices[host & _name_mask(names, "Enqueue")])
+    deq = _with_end(slices[host & _name_mask(names, "Dequeue")])
     deq_tid = tid_of(deq["track_id"])
     out["dequeues"] = pd.DataFrame({"start_ns": deq["start_ns"].to_numpy(np.int64),
                                     "end_ns": deq["end_ns"].to_numpy(np.int64),
                                     "name": _labels(deq["name"])})
-    fl_cat = flows["cat"].astype(str).to_numpy() if len(flows) else np.zeros(0, dtype=object)
-    fl_name = _labels(flows["name"]) if len(flows) else np.zeros(0, dtype=object)
-    fl_cat = fl_cat.astype(object)
+    fl_h2d = _name_mask(flows["cat"], among=("HostToDevice",))
+    fl_tq = _name_mask(flows["cat"], among=("async_task_queue",)) | \
+        _name_mask(flows["name"], among=("enqueue_to_dequeue",))
     # Launches: the HostToDevice flows (older CANN: acl_to_npu), launch end -> device end.
-    h2d = _flow_pairs(flows, (fl_cat == "HostToDevice") | _name_mask(
-        flows["name"], lambda n: n.startswith(("HostToDevice", "acl_to_npu"))))
-    nodes = _with_end(slices[cann & _name_mask(names, lambda n: n.startswith("Node@"))])
+    h2d = _flow_pairs(flows, fl_h2d | _name_mask(
+        flows["name"], ("HostToDevice", "acl_to_npu")))
+    nodes = _with_end(slices[cann & _name_mask(names, "Node@")])
     li = _bind(h2d["s_track"].to_numpy(), h2d["s_ts"].to_numpy(), nodes)
     launch_ns = np.where(li >= 0, nodes["dur_ns"].to_numpy(np.float64)[np.maximum(li, 0)]
                          if len(nodes) else np.nan, np.nan)
@@ -222,7 +260,7 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
     if len(deq):
         out["kind"] = "task_queue"
         # Enqueue -> Dequeue by the producer's flows, else in queue order (one FIFO queue).
-        tq = _flow_pairs(flows, (fl_cat == "async_task_queue") | (fl_name == "enqueue_to_dequeue"))
+        tq = _flow_pairs(flows, fl_tq)
         if len(tq):
             ei = _bind(tq["s_track"].to_numpy(), tq["s_ts"].to_numpy(), enq)
             di = _bind(tq["f_track"].to_numpy(), tq["f_ts"].to_numpy(), deq)
@@ -249,16 +287,16 @@ def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
                                       np.nan)})
     else:
         out["kind"] = "direct" if len(launches) else None
-        ops = _with_end(slices[host & ~_name_mask(names, lambda n: n.startswith("ProfilerStep#"))])
+        ops = _with_end(slices[host & ~_name_mask(names, "ProfilerStep#")])
         calls = _owner_calls(launches, ops, tid_of)
     launches["call"] = _window_of(launches["tid"].to_numpy(), launches["start_ns"].to_numpy(),
                                   calls)
-    apis = _with_end(slices[cann & _name_mask(names, lambda n: n.startswith("AscendCL@"))])
+    apis = _with_end(slices[cann & _name_mask(names, "AscendCL@")])
     a_tid = tid_of(apis["track_id"])
     a_call = _window_of(a_tid, apis["start_ns"].to_numpy(), calls)
-    is_op = _name_mask(apis["name"], lambda n: n.startswith("AscendCL@aclop"))
-    is_nn = _name_mask(apis["name"], lambda n: n.startswith("AscendCL@aclnn"))
-    is_compile = _name_mask(apis["name"], lambda n: "compile" in n.lower())
+    is_op = _name_mask(apis["name"], "AscendCL@aclop")
+    is_nn = _name_mask(apis["name"], "AscendCL@aclnn")
+    is_compile = _name_mask(apis["name"], contains="compile")
     n = len(calls)
     has_op = np.bincount(a_call[(a_call >= 0) & is_op], minlength=n)[:n] > 0
     has_nn = np.bincount(a_call[(a_call >= 0) & is_nn], minlength=n)[:n] > 0
@@ -306,7 +344,7 @@ def _window_of(tid: np.ndarray, ts: np.ndarray, calls: pd.DataFrame) -> np.ndarr
 
 def _cuda_path(profile, slices, host, tid_of, out) -> dict:
     names = slices["name"]
-    rt_mask = host & _name_mask(names, lambda n: n in CUDA_LAUNCHES)
+    rt_mask = host & _name_mask(names, among=CUDA_LAUNCHES)
     kernels = profile.table("kernels")
     if not rt_mask.any() or "correlation" not in slices.columns \
             or "correlation" not in kernels.columns or len(kernels) == 0:
@@ -328,7 +366,7 @@ def _cuda_path(profile, slices, host, tid_of, out) -> dict:
                                           ).astype(np.float64)})
     cat = slices["cat"].astype(str).str.lower().to_numpy() if len(slices) else np.zeros(0)
     op_mask = host & np.isin(cat, ("cpu_op", "operator")) & \
-        ~_name_mask(names, lambda n: n.startswith("ProfilerStep#"))
+        ~_name_mask(names, "ProfilerStep#")
     ops = _with_end(slices[op_mask])
     calls = _owner_calls(launches, ops, tid_of)
     launches["call"] = _window_of(r_tid, launches["start_ns"].to_numpy(), calls)
