@@ -179,3 +179,39 @@ def test_profile_without_trace_is_empty():
     d = dispatch.document(Profile())
     assert d["ops"] == [] and d["worst_gaps"] == [] and d["summary"]["kind"] is None
     assert np.isnan(dispatch._pct(np.array([np.nan]), 50))
+
+
+# ---- kineto: a real trace (fixtures/real/hta_alexnet, HolisticTraceAnalysis test data) ----
+
+REAL_KINETO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "fixtures", "real", "hta_alexnet")
+
+
+def test_real_kineto_launches_match_the_trace():
+    import gzip
+    from decimal import Decimal
+
+    (name,) = [f for f in os.listdir(REAL_KINETO) if f.endswith(".gz")]
+    with gzip.open(os.path.join(REAL_KINETO, name), "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    ns = lambda v: int(Decimal(str(v)) * 1000)  # noqa: E731
+    kernel_at = {}
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            c = e["args"]["correlation"]
+            kernel_at[c] = min(kernel_at.get(c, ns(e["ts"])), ns(e["ts"]))
+    delays = sorted(kernel_at[e["args"]["correlation"]] - ns(e["ts"]) for e in ev
+                    if e.get("ph") == "X" and e.get("name") in ("cudaLaunchKernel", "cudaLaunchKernelExC")
+                    and e["args"].get("correlation") in kernel_at)
+    runs, _ = discovery.discover(REAL_KINETO)
+    (span,) = [s for r in runs.values() for s in r.spans()]
+    p = readers.read(span, None, stage="all")
+    derive.complete(p)
+    d = dispatch.document(p)
+    s = d["summary"]
+    assert s["kind"] == "cuda" and s["launches"] == len(delays) > 0
+    assert s["launch_delay_p50_us"] == pytest.approx(np.percentile(delays, 50) / 1000)
+    assert s["launch_delay_p95_us"] == pytest.approx(np.percentile(delays, 95) / 1000)
+    assert {r["path"] for r in d["ops"]} == {"cuda"}
+    assert sum(r["launches"] for r in d["ops"]) <= s["launches"]
