@@ -50,10 +50,11 @@ STORE = DerivedStore("dispatch", 512)
 
 # --------------------------------------------------------------------------- helpers
 
-_LABELS: dict = {}  # id(categories) -> (categories, their text): one conversion per table
+# id(categories) -> (categories, their text): one conversion per table during a pass
+_LABELS: dict = {}
 
 
-def _codes_labels(series: pd.Series) -> tuple[np.ndarray, "pa.Array"]:
+def _codes_labels(series: pd.Series) -> tuple[np.ndarray, object]:
     """(codes, names as an Arrow string array) of a name column; a categorical's names are
     converted once and shared by the row subsets of the same table (they keep its
     categories), and tested by Arrow's string kernels, not a Python loop."""
@@ -229,9 +230,12 @@ def path_tables(profile: Profile) -> dict:
     s_kind = kind_by_track.reindex(slices["track_id"].to_numpy(np.int64)).fillna("").to_numpy(
         dtype=object)
     host = s_kind == "host"
-    if profile.meta.device == "gpu" or profile.meta.producer == "kineto":
-        return _cuda_path(profile, slices, host, tid_of, out)
-    return _npu_path(profile, slices, flows, host, s_kind == "cann", tid_of, out)
+    try:
+        if profile.meta.device == "gpu" or profile.meta.producer == "kineto":
+            return _cuda_path(profile, slices, host, tid_of, out)
+        return _npu_path(profile, slices, flows, host, s_kind == "cann", tid_of, out)
+    finally:
+        _LABELS.clear()  # the names' text is kept for one profile's pass only
 
 
 def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
