@@ -300,6 +300,7 @@ const LINK_VIEW_TITLES: Record<string, string> = {
   kernels: 'Kernels',
   memory: 'Memory',
   trace: 'Timeline',
+  dispatch: 'Dispatch',
   distributed: 'Distributed',
 };
 
@@ -318,7 +319,7 @@ export function linkLabel(link: AdvisorLink): string {
 /** The views a finding's link can open (those `linkState` turns into URL state). Not read
  * from the registry: it imports the Advisor view, which imports this module. */
 const LINKABLE_VIEWS: readonly string[] = [
-  'overview', 'advisor', 'operators', 'kernels', 'memory', 'trace', 'distributed',
+  'overview', 'advisor', 'operators', 'kernels', 'memory', 'trace', 'dispatch', 'distributed',
 ];
 
 /** Whether the app has a view for the link (unknown views are shown, but not as links). */

@@ -48,6 +48,12 @@ TABLE: tuple[Threshold, ...] = (
               "events longer than this counts as a dispatch stall", _GUIDE_PT),
     Threshold("dispatch_min_gap_pct", 5.0, "% of step", "fire when the stalls add up to at least "
               "this share of the step time", _OURS),
+    Threshold("dispatch_bound_idle_pct", 15.0, "% of step", "without Dequeue gaps: fire when the "
+              "device idles waiting for the next launch (dispatch-bound idle) at least this "
+              "share of the step time", _OURS),
+    Threshold("dispatch_queue_backlog_us", 500.0, "µs", "a median task-queue wait above this "
+              "means the task-queue thread (launching) is the bottleneck, not the main thread",
+              _OURS),
     # fused_optimizer
     Threshold("fused_optimizer_min_kernels", 20.0, "kernels per step", "an unfused framework "
               "optimizer launching at least this many kernels per step", _OURS),

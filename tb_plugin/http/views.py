@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import api, api_advisor, api_data_pipeline, api_distributed, api_trace
+from . import api, api_advisor, api_data_pipeline, api_dispatch, api_distributed, api_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,9 @@ VIEWS: list[View] = [
          when_span=lambda facts: facts.trace_deferred),
     View("data_pipeline", "Data pipeline", api_data_pipeline,
          tables=("pipeline_ops", "pipeline_queues", "pipeline_summary")),
+    # The host dispatch path is read from the trace (listed as soon as the span has one).
+    View("dispatch", "Dispatch", api_dispatch, tables=("slices",),
+         when_span=lambda facts: facts.trace_deferred),
     View("distributed", "Distributed", api_distributed,
          when_run=api_distributed.distributed_view_available),
     View("compare", "Compare", api_distributed, listed=False),

@@ -111,6 +111,14 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     except Exception:
         log.error("advisor failed for %s (it runs again on request)\n%s", span.root,
                   traceback.format_exc())
+    # The host dispatch path likewise, from the timeline's tables (analysis/dispatch.py).
+    try:
+        from ..analysis import dispatch
+
+        dispatch.precompute(profile, cache_root, key)
+    except Exception:
+        log.error("dispatch analysis failed for %s (it runs again on request)\n%s",
+                  span.root, traceback.format_exc())
     del profile
     give_memory_back()
     return {"key": key, "cached": False}

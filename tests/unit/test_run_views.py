@@ -43,14 +43,14 @@ def _views_by_opening_profiles(loader, run):
     table_views = [("overview", ("steps",)), ("advisor", None), ("operators", ("operators",)),
                    ("kernels", ("kernels",)),
                    ("memory", ("memory_records", "memory_allocations", "module_memory")),
-                   ("trace", ("slices", "counters"))]
+                   ("trace", ("slices", "counters")), ("dispatch", ("slices",))]
     found = set()
     for st in loader.span_states(run):
         prof = loader.cache.load(st.key)
         found.add("advisor")
         for v, tabs in table_views:
             if tabs is not None and any(prof.rows.get(t, 0) > 0 for t in tabs) or (
-                    v == "trace" and prof.meta.trace_deferred):
+                    v in ("trace", "dispatch") and prof.meta.trace_deferred):
                 found.add(v)
     return [v for v, _ in table_views if v in found]
 
@@ -73,7 +73,8 @@ def test_run_lists_the_registry_views_without_opening_profiles(loaded, monkeypat
     expected = {r: _views_by_opening_profiles(loaded, r) for r in ("dist4", "one")}
     # The four ranks each have step_trace_time, operator/kernel details, memory records and
     # a trace_view.json (see the fixture), and four profiler_info_{rank}.json.
-    assert expected["dist4"] == ["overview", "advisor", "operators", "kernels", "memory", "trace"]
+    assert expected["dist4"] == ["overview", "advisor", "operators", "kernels", "memory", "trace",
+                                 "dispatch"]
 
     def no_open(*a, **k):
         raise AssertionError("a profile was opened to answer /run or /runs")

@@ -9,6 +9,7 @@ import { OperatorsView } from './Operators';
 import { KernelsView } from './Kernels';
 import { MemoryView } from './Memory';
 import { TraceView } from './trace/TraceView';
+import { DispatchView } from './Dispatch';
 import { DistributedView } from './DistributedView';
 import { CompareView } from './CompareView';
 import { DataPipelineView } from './DataPipeline';
@@ -34,6 +35,7 @@ export const VIEWS: readonly ViewEntry[] = [
   { id: 'memory', title: 'Memory', component: MemoryView },
   { id: 'trace', title: 'Trace', component: TraceView, always: true },
   { id: 'data_pipeline', title: 'Data pipeline', component: DataPipelineView },
+  { id: 'dispatch', title: 'Dispatch', component: DispatchView },
   { id: 'distributed', title: 'Distributed', component: DistributedView, scope: 'run' },
 ];
 
