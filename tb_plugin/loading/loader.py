@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 
-from .. import discovery
+from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
@@ -37,8 +37,11 @@ class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
                  build=build_entry, build_trace=build_trace):
-        self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
         self.cache = cache or ProfileCache()
+        # Where the files are (storage.py): a local directory, or the local mirror tree of
+        # a remote URL, which every scan lists first. `logdir` is the local path either way.
+        self.source = storage.open_logdir(logdir, self.cache.mirror_root()) if logdir else None
+        self.logdir = self.source.path if self.source is not None else ""
         self.open_profiles = OpenProfiles(self.cache)
         self._pool = ReaderPool(max_workers)
         self._poll = PollLoop(self.scan, poll_seconds)
@@ -71,7 +74,18 @@ class Loader:
 
     # ---- scheduling ------------------------------------------------------------------
     def scan(self) -> None:
+        failure = None
+        try:
+            synced = self.source.sync()
+        except storage.StorageError as exc:  # shown as a run of its own; the last good
+            synced, failure = [], str(exc)  # listing (if any) is still served
+            log.warning("%s", failure)
         runs, notes = discovery.discover(self.logdir)
+        notes = synced + notes
+        if failure is not None:
+            name = self.source.display
+            runs[name] = discovery.Run(name=name, path=self.logdir,
+                                       errors=[{"path": name, "message": failure}])
         with self._lock:
             self._runs = runs
             self._notes = notes
