@@ -88,9 +88,11 @@ BACKENDS = {
 
 # Per protocol: constructor options that bound how long an unreachable endpoint can stall a
 # scan (a few seconds, not minutes of retries).
-_S3_OPTIONS = {"retries": 2, "connect_timeout": 3, "read_timeout": 20,
-               "config_kwargs": {"retries": {"max_attempts": 2, "mode": "standard"}}}
+_S3_OPTIONS = {"config_kwargs": {"connect_timeout": 3, "read_timeout": 20,
+                                  "retries": {"max_attempts": 2, "mode": "standard"}}}
 BACKEND_OPTIONS = {"s3": _S3_OPTIONS, "s3a": _S3_OPTIONS}
+# Attributes set on the filesystem once opened (s3fs's own retry count is one).
+BACKEND_ATTRIBUTES = {"s3": {"retries": 2}, "s3a": {"retries": 2}}
 
 
 class StorageError(Exception):
@@ -156,12 +158,17 @@ def open_fs(url: str):
         raise StorageError(f"{display_url(url)}: no storage backend for {proto}://"
                            f" (fsspec does not know this protocol)") from exc
     try:
-        fs, root = fsspec.core.url_to_fs(url, **BACKEND_OPTIONS.get(proto, {}))
+        # A new instance: fsspec's instance cache would keep credentials from an
+        # environment that has changed since.
+        fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True,
+                                         **BACKEND_OPTIONS.get(proto, {}))
     except ImportError as exc:
         raise StorageError(f"{display_url(url)}: a module the {proto}:// backend needs is"
                            f" missing: {exc}") from exc
     except Exception as exc:
         raise StorageError(f"{display_url(url)}: cannot open: {_reason(exc, proto)}") from exc
+    for name, value in BACKEND_ATTRIBUTES.get(proto, {}).items():
+        setattr(fs, name, value)
     return fs, root.rstrip("/")
 
 
