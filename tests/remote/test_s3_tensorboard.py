@@ -6,8 +6,11 @@ a run uploaded later appears, a wrong credential or a missing backend is a clear
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -224,3 +227,29 @@ def test_a_missing_backend_names_its_extra(tmp_path):
         assert expected in run["errors"][0]["message"]
     finally:
         tb.stop()
+
+
+def _cli(logdir, *args, env):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, **env, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "tb_plugin.cli", *args, logdir],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=root)
+
+
+def test_cli_summary_of_the_bucket_is_that_of_the_local_copy(s3, tmp_path):
+    url = f"s3://{BUCKET}/{PREFIX}"
+    remote = _cli(url, "summary", "--format", "json", "--run", "torch_npu_level1",
+                  env={**s3.env(), "NPU_PROFILER_CACHE_DIR": str(tmp_path / "c1")})
+    assert remote.returncode == 0, remote.stderr
+    copy = tmp_path / "local"
+    for run in RUNS:
+        shutil.copytree(os.path.join(FIXTURES, run), copy / run)
+    local = _cli(str(copy), "summary", "--format", "json", "--run",
+                 "torch_npu_level1", env={"NPU_PROFILER_CACHE_DIR": str(tmp_path / "c2")})
+    assert local.returncode == 0, local.stderr
+    doc = json.loads(remote.stdout)
+    assert doc == json.loads(local.stdout)
+    assert len(doc["runs"][0]["profiles"]) == 2
+    bad = _cli(url, "summary", env={**s3.env(secret="wrong"),
+                                    "NPU_PROFILER_CACHE_DIR": str(tmp_path / "c3")})
+    assert f"Run {url}: 0 profiles" in bad.stdout and "access denied" in bad.stdout
