@@ -414,6 +414,8 @@ class Mirror:
         rows = []
         for rel in changed:
             rf = listing.files[rel]
+            if rel.endswith(HEAD_SUFFIXES) and rel not in heads:
+                continue  # left out until its first bytes can be read (next scan)
             head, whole = heads.get(rel, (b"", False))
             try:
                 self._write_stub(rel, rf, head)
@@ -447,7 +449,8 @@ class Mirror:
         out = {}
         for rel, end, data in zip(want, ends, got):
             if isinstance(data, BaseException) or not isinstance(data, bytes):
-                notes.append(f"{rel}: cannot read its first bytes: {data}")
+                notes.append(f"{rel}: cannot read its first bytes (tried again next scan):"
+                             f" {data}")
                 continue
             whole = files[rel].size <= SMALL_BYTES and len(data) == files[rel].size
             out[rel] = (data[:end], whole)

@@ -54,6 +54,9 @@ class Loader:
         self._build_trace = build_trace
         self._trace_queue: collections.deque[SpanState] = collections.deque()
         self._trace_running = False
+        # Spans whose files could not be fetched from a remote logdir: tried again at the
+        # next scan (their files did not change, so the scan alone would keep the error).
+        self._fetch_failed: set[SpanId] = set()
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -90,8 +93,20 @@ class Loader:
             self._runs = runs
             self._notes = notes
             self._spans, new = span_states(runs, self._spans)
+            new += self._retry_fetches()
         for st in new:
             self._load_views(st)
+
+    def _retry_fetches(self) -> list[SpanState]:
+        """Fresh states for the spans whose fetch failed, still at the same files."""
+        fresh = []
+        for ident in self._fetch_failed:
+            st = self._spans.get(ident)
+            if st is not None and st.state == "error":
+                st = self._spans[ident] = SpanState(span=st.span, key=st.key)
+                fresh.append(st)
+        self._fetch_failed.clear()
+        return fresh
 
     def _load_views(self, st: SpanState) -> None:
         if self.cache.has(st.key):
@@ -104,6 +119,10 @@ class Loader:
     def _views_done(self, st: SpanState, fut) -> None:
         try:
             fut.result()
+        except storage.StorageError as exc:
+            st.views_failed(str(exc))
+            with self._lock:
+                self._fetch_failed.add((st.span.run, st.span.worker, st.span.span))
         except Exception as exc:
             st.views_failed(exc)
         else:

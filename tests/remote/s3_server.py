@@ -4,6 +4,7 @@ exists, so a wrong credential is refused like on AWS."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -48,26 +49,39 @@ class S3Server:
 
     def _make_user(self) -> None:
         """An IAM user allowed everything, then authentication on for every request."""
-        import boto3
-
-        iam = boto3.client("iam", endpoint_url=self.endpoint, region_name=REGION,
-                           aws_access_key_id="setup", aws_secret_access_key="setup")
-        iam.create_user(UserName="profiler")
-        iam.put_user_policy(UserName="profiler", PolicyName="all", PolicyDocument=(
-            '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*",'
-            ' "Resource": "*"}]}'))
-        key = iam.create_access_key(UserName="profiler")["AccessKey"]
-        self.key_id, self.secret = key["AccessKeyId"], key["SecretAccessKey"]
+        self.key_id, self.secret = self.make_user("profiler", ["*"], iam_key=("setup", "setup"))
         req = urllib.request.Request(f"{self.endpoint}/moto-api/reset-auth", data=b"0",
                                      method="POST", headers={"Content-Type": "text/plain"})
         urllib.request.urlopen(req, timeout=10).close()
 
-    def env(self, secret: str | None = None) -> dict:
+    def _iam(self, key=None):
+        import boto3
+
+        key_id, secret = key or (self.key_id, self.secret)
+        return boto3.client("iam", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=key_id, aws_secret_access_key=secret)
+
+    def make_user(self, name: str, actions: list[str], iam_key=None) -> tuple[str, str]:
+        """A user allowed only `actions` (e.g. ["s3:ListBucket"]); its (key id, secret)."""
+        iam = self._iam(iam_key)
+        iam.create_user(UserName=name)
+        self.allow(name, actions, iam_key)
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+    def allow(self, name: str, actions: list[str], iam_key=None) -> None:
+        """Replace the user's policy: `actions` allowed on every resource."""
+        self._iam(iam_key).put_user_policy(UserName=name, PolicyName="only", PolicyDocument=(
+            json.dumps({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": actions, "Resource": "*"}]})))
+
+    def env(self, secret: str | None = None, key: tuple[str, str] | None = None) -> dict:
         """The standard AWS environment a user sets for an S3-compatible store; nothing
         from the machine's own AWS configuration, and never the instance-metadata
         endpoint."""
-        return {"AWS_ACCESS_KEY_ID": self.key_id,
-                "AWS_SECRET_ACCESS_KEY": self.secret if secret is None else secret,
+        key_id, key_secret = key or (self.key_id, self.secret)
+        return {"AWS_ACCESS_KEY_ID": key_id,
+                "AWS_SECRET_ACCESS_KEY": key_secret if secret is None else secret,
                 "AWS_ENDPOINT_URL": self.endpoint, "AWS_DEFAULT_REGION": REGION,
                 "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                 "AWS_EC2_METADATA_DISABLED": "true",

@@ -5,6 +5,8 @@ a run uploaded later appears, a wrong credential or a missing backend is a clear
 /runs, and nothing outside the URL's prefix is listed."""
 from __future__ import annotations
 
+import csv
+import glob
 import importlib.util
 import json
 import os
@@ -253,3 +255,40 @@ def test_cli_summary_of_the_bucket_is_that_of_the_local_copy(s3, tmp_path):
     bad = _cli(url, "summary", env={**s3.env(secret="wrong"),
                                     "NPU_PROFILER_CACHE_DIR": str(tmp_path / "c3")})
     assert f"Run {url}: 0 profiles" in bad.stdout and "access denied" in bad.stdout
+
+
+def _wait_run(tb: TensorBoard, name: str, state: str, timeout: float) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = {r["name"]: r for r in tb.get("runs")["runs"]}
+        if name in runs and runs[name]["state"] == state:
+            return runs[name]
+        time.sleep(0.3)
+    raise AssertionError(f"{name} not {state} after {timeout}s: {tb.get('runs')}")
+
+
+def test_an_object_that_cannot_be_read_is_an_error_until_it_can(s3, tmp_path):
+    """A user who may list but not read: the span's error names the object and the
+    reason; once reading is allowed, the next scan loads it (no restart, no file change)."""
+    src = sorted(glob.glob(os.path.join(FIXTURES, "torch_npu_level1", "*_ascend_pt")))[0]
+    run_dir = tmp_path / "csv_only"
+    shutil.copytree(src, run_dir / os.path.basename(src),
+                    ignore=shutil.ignore_patterns("*.json"))  # CSVs only: no head reads
+    s3.upload(str(run_dir), BUCKET, "team/restricted/csv_only")
+    key = s3.make_user("lister", ["s3:ListBucket"])
+    tb = TensorBoard(f"s3://{BUCKET}/team/restricted", extra_env=s3.env(key=key)).start()
+    try:
+        run = _wait_run(tb, "csv_only", "error", 120)
+        (err,) = run["errors"]
+        assert err["path"] == f"csv_only/{os.path.basename(src)}"
+        assert "cannot fetch" in err["message"] and "access denied" in err["message"]
+        assert f"s3://{BUCKET}/team/restricted/csv_only/" in err["message"]
+        s3.allow("lister", ["s3:ListBucket", "s3:GetObject"])
+        run = _wait_run(tb, "csv_only", "ready", 120)
+        assert run["errors"] == []
+        with open(os.path.join(src, "ASCEND_PROFILER_OUTPUT", "step_trace_time.csv"),
+                  newline="", encoding="utf-8-sig") as fh:
+            steps = list(csv.DictReader(fh))
+        assert len(tb.get("steps", run="csv_only")["steps"]) == len(steps)
+    finally:
+        tb.stop()
