@@ -48,6 +48,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -56,6 +57,7 @@ from typing import Callable, Iterable
 
 log = logging.getLogger(__name__)
 
+_PROTOCOL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")  # a URL scheme (RFC 3986)
 MAX_ENTRIES = int(os.environ.get("NPU_PROFILER_REMOTE_MAX_ENTRIES", "100000"))
 # Directories listed at once on an async backend (one request each).
 LIST_CONCURRENCY = 16
@@ -103,7 +105,7 @@ class StorageError(Exception):
 def is_url(logdir: str) -> bool:
     """Whether `logdir` names a remote (fsspec) location rather than a local path."""
     proto, sep, _ = logdir.partition("://")
-    return bool(sep) and proto.lower() not in ("", "file", "local")
+    return bool(sep) and bool(_PROTOCOL.match(proto)) and proto.lower() not in ("file", "local")
 
 
 def display_url(url: str) -> str:

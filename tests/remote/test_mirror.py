@@ -174,5 +174,6 @@ def test_missing_backend_and_unknown_protocol_are_named(tmp_path):
 def test_urls_and_credentials_in_them():
     assert storage.is_url("s3://b/p") and storage.is_url("hdfs://nn:8020/x")
     assert not storage.is_url("/tmp/x") and not storage.is_url("file:///tmp/x")
+    assert not storage.is_url("/data/odd://name") and not storage.is_url("://x")
     assert storage.display_url("ftp://user:secret@host/dir/") == "ftp://host/dir"
     assert isinstance(storage.open_logdir("file:///tmp/x", "/tmp/m"), storage.LocalLogdir)
