@@ -330,8 +330,10 @@ def list_tree(fs, root: str, descend: Callable[[tuple[str, ...]], bool],
 
 
 # ---- the mirror --------------------------------------------------------------------------
+# mtime_ns: the mtime asked for (`identity`); local_mtime_ns: the one the local filesystem
+# stored (it may round), which is what discovery's fingerprint sees.
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS files (rel TEXT PRIMARY KEY, size INTEGER,"
-           " etag TEXT, mtime_ns INTEGER, fetched INTEGER)")
+           " etag TEXT, mtime_ns INTEGER, fetched INTEGER, local_mtime_ns INTEGER)")
 
 
 class Mirror:
@@ -402,8 +404,8 @@ class Mirror:
         fs, _ = self.fs()
         notes = list(listing.notes)
         with self.db() as con:
-            known = {r: (s, e, m, f) for r, s, e, m, f in
-                     con.execute("SELECT rel, size, etag, mtime_ns, fetched FROM files")}
+            known = {r: (s, e, m, lm) for r, s, e, m, lm in con.execute(
+                "SELECT rel, size, etag, mtime_ns, local_mtime_ns FROM files")}
         for d in sorted(listing.dirs):
             path = self.local(d)
             if os.path.isfile(path):
@@ -411,7 +413,7 @@ class Mirror:
             os.makedirs(path, exist_ok=True)
         changed = [rel for rel, rf in listing.files.items()
                    if known.get(rel, (None,) * 4)[:3] != (rf.size, rf.etag, rf.mtime_ns)
-                   or not os.path.isfile(self.local(rel))]
+                   or not self._local_is(rel, rf.size, known[rel][3])]
         heads = self._heads(fs, {r: listing.files[r] for r in changed}, notes)
         rows = []
         for rel in changed:
@@ -420,21 +422,30 @@ class Mirror:
                 continue  # left out until its first bytes can be read (next scan)
             head, whole = heads.get(rel, (b"", False))
             try:
-                self._write_stub(rel, rf, head)
+                local_mtime = self._write_stub(rel, rf, head)
             except OSError as exc:
                 notes.append(f"{rel}: cannot write its local copy: {exc}")
                 continue
-            rows.append((rel, rf.size, rf.etag, rf.mtime_ns, int(whole)))
+            rows.append((rel, rf.size, rf.etag, rf.mtime_ns, int(whole), local_mtime))
         gone = [] if listing.capped else [r for r in known if r not in listing.files]
         for rel in gone:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 os.remove(self.local(rel))
         with self.db() as con:
-            con.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
+            con.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)", rows)
             con.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in gone])
         if not listing.capped:
             self._prune_dirs(listing)
         return notes
+
+    def _local_is(self, rel: str, size: int, local_mtime_ns: int | None) -> bool:
+        """Whether the local file is the recorded version's stub or copy (a fetch that
+        raced with a change may have left another version: then it is written again)."""
+        try:
+            st = os.stat(self.local(rel))
+        except OSError:
+            return False
+        return st.st_size == size and st.st_mtime_ns == local_mtime_ns
 
     def _heads(self, fs, files: dict[str, RemoteFile], notes: list[str]
                ) -> dict[str, tuple[bytes, bool]]:
@@ -458,7 +469,8 @@ class Mirror:
             out[rel] = (data[:end], whole)
         return out
 
-    def _write_stub(self, rel: str, rf: RemoteFile, head: bytes) -> None:
+    def _write_stub(self, rel: str, rf: RemoteFile, head: bytes) -> int:
+        """Write the stub (write-aside-and-rename); the mtime the filesystem stored."""
         path = self.local(rel)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -468,7 +480,9 @@ class Mirror:
             fh.write(head[:rf.size])
             fh.truncate(rf.size)  # sparse: a stub costs no disk beyond its head
         os.utime(tmp, ns=(rf.mtime_ns, rf.mtime_ns))
+        local_mtime = os.stat(tmp).st_mtime_ns
         os.replace(tmp, path)
+        return local_mtime
 
     def _tmp(self, rel: str) -> str:
         h = hashlib.sha1(rel.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -529,9 +543,11 @@ class Mirror:
                 # The listed mtime, so the fingerprint stays that of the listing; if the
                 # object changed meanwhile, the next listing writes a new stub.
                 os.utime(tmp, ns=(mtime_ns, mtime_ns))
+                local_mtime = os.stat(tmp).st_mtime_ns
                 os.replace(tmp, self.local(rel))
                 with self.db() as con:
-                    con.execute("UPDATE files SET fetched = 1 WHERE rel = ?", (rel,))
+                    con.execute("UPDATE files SET fetched = 1, local_mtime_ns = ? WHERE rel = ?",
+                                (local_mtime, rel))
             finally:
                 fcntl.flock(lf, fcntl.LOCK_UN)
 

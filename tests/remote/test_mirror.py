@@ -177,3 +177,24 @@ def test_urls_and_credentials_in_them():
     assert not storage.is_url("/data/odd://name") and not storage.is_url("://x")
     assert storage.display_url("ftp://user:secret@host/dir/") == "ftp://host/dir"
     assert isinstance(storage.open_logdir("file:///tmp/x", "/tmp/m"), storage.LocalLogdir)
+
+
+def test_a_local_copy_of_another_version_is_written_again(mem, tmp_path):
+    """A fetch that raced with a change can leave another version's bytes behind; the next
+    scan sees the local file is not the listed version and starts over from a stub."""
+    fs, root = mem
+    body = b"x" * (storage.SMALL_BYTES + 10)
+    fs.pipe(f"{root}/r/k.csv", body)
+    src = _logdir(tmp_path, f"memory://{root}")
+    src.sync()
+    local = os.path.join(src.path, "r", "k.csv")
+    storage.materialize(src.path, [local])
+    listed = os.stat(local)
+    with open(local, "r+b") as fh:  # another version: other bytes, other mtime
+        fh.write(b"old!")
+    os.utime(local, ns=(listed.st_mtime_ns - 10**9, listed.st_mtime_ns - 10**9))
+    src.sync()
+    assert os.stat(local).st_mtime_ns == listed.st_mtime_ns
+    storage.materialize(src.path, [local])
+    with open(local, "rb") as fh:
+        assert fh.read() == body
