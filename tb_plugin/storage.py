@@ -81,7 +81,9 @@ BACKENDS = {
                                  " endpoint AWS_ENDPOINT_URL"),
     "gs": Backend("gcs", "gcsfs", "GOOGLE_APPLICATION_CREDENTIALS or gcloud's default login"),
     "gcs": Backend("gcs", "gcsfs", "GOOGLE_APPLICATION_CREDENTIALS or gcloud's default login"),
-    "hdfs": Backend("hdfs", "pyarrow", "HADOOP_HOME / CLASSPATH / Kerberos ticket"),
+    "hdfs": Backend("hdfs", "pyarrow", "a Java runtime and Hadoop's libhdfs: JAVA_HOME,"
+                                       " HADOOP_HOME, CLASSPATH, ARROW_LIBHDFS_DIR; Kerberos"
+                                       " ticket"),
     "az": Backend("azure", "adlfs", "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_*"),
     "abfs": Backend("azure", "adlfs", "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_*"),
     "abfss": Backend("azure", "adlfs", "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_*"),
@@ -168,7 +170,9 @@ def open_fs(url: str):
         raise StorageError(f"{display_url(url)}: a module the {proto}:// backend needs is"
                            f" missing: {exc}") from exc
     except Exception as exc:
-        raise StorageError(f"{display_url(url)}: cannot open: {_reason(exc, proto)}") from exc
+        needs = f" ({proto}:// needs {backend.credentials})" if backend is not None else ""
+        raise StorageError(f"{display_url(url)}: cannot open: {_reason(exc, proto)}"
+                           f"{needs}") from exc
     for name, value in BACKEND_ATTRIBUTES.get(proto, {}).items():
         setattr(fs, name, value)
     return fs, root.rstrip("/")

@@ -198,3 +198,24 @@ def test_a_local_copy_of_another_version_is_written_again(mem, tmp_path):
     storage.materialize(src.path, [local])
     with open(local, "rb") as fh:
         assert fh.read() == body
+
+
+def test_an_unreachable_endpoint_is_a_clear_error_within_seconds(tmp_path, monkeypatch):
+    pytest.importorskip("s3fs")
+    import time
+
+    from tests.tb_server import free_port
+
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    for name, value in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k",
+                        "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1",
+                        "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                        "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(name, value)
+    src = storage.open_logdir("s3://bucket/prefix", str(tmp_path))
+    started = time.time()
+    with pytest.raises(storage.StorageError) as err:
+        src.sync()
+    assert time.time() - started < 20  # bounded retries and timeouts, not minutes
+    assert str(err.value).startswith("s3://bucket/prefix: cannot list: cannot reach the"
+                                     f" storage endpoint {endpoint}")
