@@ -87,8 +87,9 @@ class Loader:
         notes = synced + notes
         if failure is not None:
             name = self.source.display
+            message = failure.removeprefix(f"{name}: ")  # the path says where already
             runs[name] = discovery.Run(name=name, path=self.logdir,
-                                       errors=[{"path": name, "message": failure}])
+                                       errors=[{"path": name, "message": message}])
         with self._lock:
             self._runs = runs
             self._notes = notes
