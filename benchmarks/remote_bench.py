@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.remote.s3_server import S3Server  # noqa: E402
-from tb_plugin import storage  # noqa: E402
+from tb_plugin import discovery, storage  # noqa: E402
 
 CSV = ["kernel_details.csv", "operator_details.csv", "step_trace_time.csv", "op_statistic.csv",
        "memory_record.csv", "operator_memory.csv", "npu_module_mem.csv", "api_statistic.csv"]
@@ -50,13 +50,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache:
             src = storage.open_logdir("s3://bench/job", cache)
             t = time.time()
-            src.sync()
+            src.sync(discovery.remote_descend)
             first = time.time() - t
             stubs = sum(len(f) for _, _, f in os.walk(src.path))
             print(f"first scan: {first:.2f} s, {stubs} stubs"
                   f" ({args.spans * args.raw} raw objects pruned)")
             t = time.time()
-            src.sync()
+            src.sync(discovery.remote_descend)
             print(f"poll (nothing changed): {time.time() - t:.2f} s")
             span = os.path.join(src.path, "run0", "node_0_20240601000000000_ascend_pt")
             t = time.time()

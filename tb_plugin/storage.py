@@ -137,7 +137,7 @@ class LocalLogdir:
         self.path = path
         self.display = path
 
-    def sync(self) -> list[str]:
+    def sync(self, descend=None) -> list[str]:
         return []
 
 
@@ -565,10 +565,9 @@ class RemoteLogdir:
         self.mirror = Mirror.create(mirror_root, self.url)
         self.path = self.mirror.tree
 
-    def sync(self, descend: Callable[[tuple[str, ...]], bool] | None = None) -> list[str]:
-        """List the URL and update the mirror tree; returns notes. Raises StorageError."""
-        if descend is None:
-            from .discovery import remote_descend as descend
+    def sync(self, descend: Callable[[tuple[str, ...]], bool]) -> list[str]:
+        """List the URL (not going into directories `descend` refuses: discovery's
+        `remote_descend`) and update the mirror tree; returns notes. Raises StorageError."""
         fs, root = self.mirror.fs()
         proto = self.url.partition("://")[0].lower()
         try:

@@ -79,7 +79,7 @@ class Loader:
     def scan(self) -> None:
         failure = None
         try:
-            synced = self.source.sync()
+            synced = self.source.sync(discovery.remote_descend)
         except storage.StorageError as exc:  # shown as a run of its own; the last good
             synced, failure = [], str(exc)  # listing (if any) is still served
             log.warning("%s", failure)

@@ -32,7 +32,7 @@ def test_stub_then_fetched_once_then_refetched_when_changed(mem, tmp_path):
     body = b"step,time\n" + b"1,2\n" * 50000  # > SMALL_BYTES: a stub until fetched
     fs.pipe(f"{root}/runs/r1/kernel_details.csv", body)
     src = _logdir(tmp_path, f"memory://{root}/runs")
-    src.sync()
+    src.sync(discovery.remote_descend)
     local = os.path.join(src.path, "r1", "kernel_details.csv")
     st = os.stat(local)
     assert st.st_size == len(body)
@@ -46,14 +46,14 @@ def test_stub_then_fetched_once_then_refetched_when_changed(mem, tmp_path):
     assert (fetched.st_size, fetched.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
 
     # Unchanged object: the next scan and build touch nothing (same inode, no download).
-    src.sync()
+    src.sync(discovery.remote_descend)
     storage.materialize(src.path, [local])
     assert os.stat(local).st_ino == fetched.st_ino
 
     # Changed object (same size): a new stub with a new fingerprint, then the new bytes.
     changed = body.replace(b"1,2", b"3,4")
     fs.pipe(f"{root}/runs/r1/kernel_details.csv", changed)
-    src.sync()
+    src.sync(discovery.remote_descend)
     restub = os.stat(local)
     assert restub.st_ino != fetched.st_ino
     assert restub.st_mtime_ns != fetched.st_mtime_ns  # the cache key changes
@@ -71,7 +71,7 @@ def test_json_heads_and_small_files_are_there_for_discovery(mem, tmp_path):
     fs.pipe(f"{root}/a/trace.json.gz", big)
     fs.pipe(f"{root}/a/profiler_info_3.json", small)
     src = _logdir(tmp_path, f"memory://{root}")
-    src.sync()
+    src.sync(discovery.remote_descend)
     with open(os.path.join(src.path, "a", "profiler_info_3.json"), "rb") as fh:
         assert fh.read() == small
     with open(os.path.join(src.path, "a", "trace.json.gz"), "rb") as fh:
@@ -88,10 +88,10 @@ def test_removed_objects_and_runs_vanish(mem, tmp_path):
     fs.pipe(f"{root}/r1/w.pt.trace.json", b"{}")
     fs.pipe(f"{root}/r2/w.pt.trace.json", b"{}")
     src = _logdir(tmp_path, f"memory://{root}")
-    src.sync()
+    src.sync(discovery.remote_descend)
     assert sorted(discovery.discover(src.path)[0]) == ["r1", "r2"]
     fs.rm(f"{root}/r2", recursive=True)
-    src.sync()
+    src.sync(discovery.remote_descend)
     assert sorted(discovery.discover(src.path)[0]) == ["r1"]
     assert not os.path.exists(os.path.join(src.path, "r2"))
 
@@ -114,7 +114,7 @@ def test_only_the_prefix_is_listed_and_bad_keys_are_left_out(mem, tmp_path):
     fs.pipe(f"{root}/logs2/secret/w.pt.trace.json", b"{}")  # same stem, other prefix
     fs.pipe(f"{root}/other.pt.trace.json", b"{}")
     src = _logdir(tmp_path, f"memory://{root}/logs")
-    notes = src.sync()
+    notes = src.sync(discovery.remote_descend)
     local = []
     for d, _, files in os.walk(src.path):
         local += [os.path.relpath(os.path.join(d, f), src.path) for f in files]
@@ -162,13 +162,13 @@ def test_missing_backend_and_unknown_protocol_are_named(tmp_path):
 
     src = storage.open_logdir("nosuchproto://bucket/x", str(tmp_path))
     with pytest.raises(storage.StorageError, match="no storage backend for nosuchproto://"):
-        src.sync()
+        src.sync(discovery.remote_descend)
     if importlib.util.find_spec("gcsfs") is None:
         src = storage.open_logdir("gs://bucket/x", str(tmp_path))
         with pytest.raises(storage.StorageError,
                            match=r"needs the \[gcs\] extra: pip install "
                                  r"'tensorboard-plugin-npu-profiler\[gcs\]'"):
-            src.sync()
+            src.sync(discovery.remote_descend)
 
 
 def test_urls_and_credentials_in_them():
@@ -186,14 +186,14 @@ def test_a_local_copy_of_another_version_is_written_again(mem, tmp_path):
     body = b"x" * (storage.SMALL_BYTES + 10)
     fs.pipe(f"{root}/r/k.csv", body)
     src = _logdir(tmp_path, f"memory://{root}")
-    src.sync()
+    src.sync(discovery.remote_descend)
     local = os.path.join(src.path, "r", "k.csv")
     storage.materialize(src.path, [local])
     listed = os.stat(local)
     with open(local, "r+b") as fh:  # another version: other bytes, other mtime
         fh.write(b"old!")
     os.utime(local, ns=(listed.st_mtime_ns - 10**9, listed.st_mtime_ns - 10**9))
-    src.sync()
+    src.sync(discovery.remote_descend)
     assert os.stat(local).st_mtime_ns == listed.st_mtime_ns
     storage.materialize(src.path, [local])
     with open(local, "rb") as fh:
@@ -215,7 +215,7 @@ def test_an_unreachable_endpoint_is_a_clear_error_within_seconds(tmp_path, monke
     src = storage.open_logdir("s3://bucket/prefix", str(tmp_path))
     started = time.time()
     with pytest.raises(storage.StorageError) as err:
-        src.sync()
+        src.sync(discovery.remote_descend)
     assert time.time() - started < 20  # bounded retries and timeouts, not minutes
     assert str(err.value).startswith("s3://bucket/prefix: cannot list: cannot reach the"
                                      f" storage endpoint {endpoint}")
