@@ -28,6 +28,13 @@ class S3Server:
         self.log_path = tempfile.mktemp(prefix="moto-", suffix=".log")
 
     def start(self, timeout: float = 60) -> "S3Server":
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()  # never leave a server behind when starting fails half-way
+            raise
+
+    def _start(self, timeout: float) -> "S3Server":
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
