@@ -29,12 +29,19 @@ setup(
         "pyarrow>=14",
         "msgspec>=0.18",
         "regex>=2023.0",  # trace search: time-limited regular expressions
+        "fsspec>=2023.6",  # remote logdirs (storage.py); each backend is an extra below
     ],
     extras_require={
         # Reading profiles on a Dask cluster (NPU_PROFILER_DASK_SCHEDULER, cache build --scheduler).
         "dask": ["distributed>=2023.1"],
         "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9",
-                 "distributed>=2023.1"],
+                 "distributed>=2023.1",
+                 # remote logdirs against a real S3-compatible server on loopback
+                 "moto[server]>=5.0", "s3fs>=2023.6"],
+        "s3": ["s3fs>=2023.6"],
+        "gcs": ["gcsfs>=2023.6"],
+        "hdfs": ["pyarrow>=14"],  # fsspec's hdfs:// is pyarrow's HadoopFileSystem (libhdfs)
+        "azure": ["adlfs>=2023.4"],
     },
     entry_points={
         "tensorboard_plugins": [

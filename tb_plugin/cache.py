@@ -71,6 +71,11 @@ class ProfileCache:
         cache.writable = True
         return cache
 
+    def mirror_root(self) -> str:
+        """Where local mirrors of remote logdirs live (`storage.Mirror`; `remote/` is no
+        entry prefix: those are two hex digits)."""
+        return os.path.join(self.root, "remote")
+
     def entry_dir(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key)
 

@@ -25,6 +25,7 @@ import os
 import sys
 import time
 
+from . import storage
 from .advisor import runs as advisor_runs
 from .advisor import thresholds as advisor_thresholds
 from .analysis import overview
@@ -191,7 +192,7 @@ def cmd_summary(args) -> int:
                                         "error": st.error if st is not None else "not found"})
                         continue
                     workers.append({"worker": w.name, "span": s, **overview.summary(prof)})
-            out.append({"run": r.name, "profiles": workers})
+            out.append({"run": r.name, "profiles": workers, "errors": r.errors})
     finally:
         loader.stop(terminate_readers=True)
     if args.format == "json":
@@ -199,6 +200,8 @@ def cmd_summary(args) -> int:
         return 0
     for r in out:
         print(f"Run {r['run']}: {len(r['profiles'])} profiles")
+        for e in r["errors"]:  # e.g. a remote logdir that cannot be listed
+            print(f"  {e['path']}: {e['message']}")
         for p in r["profiles"]:
             if "error" in p:
                 print(f"  {p['worker']} {p['span']}: could not be read: {p['error']}")
@@ -330,7 +333,8 @@ def run(argv: list[str] | None = None) -> int:
                        help="also remove the entries of other (older) cache versions")
     clear.set_defaults(func=cmd_cache_clear)
     args = parser.parse_args(argv)
-    if getattr(args, "logdir", None) is not None and not os.path.isdir(args.logdir):
+    if getattr(args, "logdir", None) is not None and not storage.is_url(args.logdir) \
+            and not os.path.isdir(args.logdir):
         print(f"npu-profiler: {args.logdir}: not a directory", file=sys.stderr)
         return 2
     return args.func(args)

@@ -444,6 +444,24 @@ def _add_kineto(logdir, parent, f, m, runs) -> None:
                                producer="kineto", root=full, files=(full,))
 
 
+def remote_descend(parts: tuple[str, ...]) -> bool:
+    """Whether the listing of a remote logdir goes into the directory `parts` (its path
+    relative to the logdir): not where discovery never looks, i.e. below MAX_DEPTH,
+    SKIPPED_SUBDIRS inside a span, and below the subdirectories of a PROF_* dir inside a
+    torch_npu/MindSpore span (raw CANN data; only their names are used)."""
+    if len(parts) > MAX_DEPTH:
+        return False
+    for i, name in enumerate(parts[:-1]):
+        framework = _is_framework_span(name)
+        if framework or PROF_DIR.match(name):
+            below = parts[i + 1:]
+            if any(p in SKIPPED_SUBDIRS for p in below):
+                return False
+            if framework and len(below) >= 2 and PROF_DIR.match(below[0]):
+                return False
+    return True
+
+
 def fingerprint(span: SpanSource) -> list[tuple[str, int, int]]:
     """(path, size, mtime_ns) of every input file: the cache key material."""
     out = []

@@ -17,6 +17,9 @@ from .loading import Loader
 log = logging.getLogger(__name__)
 
 PLUGIN_NAME = "npu_profiler"
+# The plugin's own logdir, instead of TensorBoard's --logdir (e.g. an s3:// URL while
+# TensorBoard's other plugins read a local directory). README "Remote logdirs".
+LOGDIR_ENV = "NPU_PROFILER_LOGDIR"
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
 # Route -> handler(request, loader): the run listing, then the route table of every module
@@ -40,7 +43,11 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context: base_plugin.TBContext):
-        self.logdir = context.logdir or ""
+        # A local path or any fsspec URL (s3://, gs://, hdfs://, az://, ...): TensorBoard
+        # hands --logdir over as given, and the loader's storage layer (storage.py) lists
+        # and mirrors a URL, so TensorBoard's own reading of it (its other plugins) is
+        # independent of ours: a failure there never reaches this plugin, nor ours it.
+        self.logdir = os.environ.get(LOGDIR_ENV) or context.logdir or ""
         self.loader = Loader(self.logdir)
         self.loader.start()
         self.memo = ResponseMemo()

@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from .. import discovery
+from .. import discovery, storage
 from ..analysis import kernels as kernels_view
 from ..analysis import memory as memory_view
 from ..analysis import op_types as op_types_view
@@ -187,6 +187,10 @@ def trace_download(request, loader: Loader):
         raise ApiError(404, "this profile has no trace file")
     if not discovery.inside_logdir(path, loader.logdir):  # e.g. replaced by a symlink since
         raise ApiError(404, "this profile's trace file is outside the logdir")
+    try:
+        storage.materialize(loader.logdir, [path])  # a remote logdir's object not fetched yet
+    except storage.StorageError as exc:
+        raise ApiError(502, str(exc)) from exc
     name = os.path.basename(path)
     ctype = "application/gzip" if name.endswith(".gz") else "application/json"
     return file_response(request.environ, path, name, ctype)

@@ -11,6 +11,7 @@ import logging
 import time
 import traceback
 
+from .. import storage
 from ..analysis import distributed
 from ..cache import ProfileCache
 from ..model import FileError, Profile, ProfileMeta, spilling
@@ -27,6 +28,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     cache = ProfileCache.at(cache_root)
     if cache.has(key):
         return {"key": key, "cached": True}
+    storage.materialize(span.logdir, (span.root, *span.files))  # a remote logdir's files
     work = cache.new_work_dir(key)
     started = time.time()
     with spilling(work):  # tables go to the cache entry as soon as they are made
@@ -77,6 +79,7 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     profile = cache.load(key)
     if profile.meta.trace_ready:
         return {"key": key, "cached": True}
+    storage.materialize(span.logdir, (span.root, *span.files))
     started = time.time()
     with spilling(cache.entry_dir(key)):
         if profile.meta.trace_deferred:

@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 
-from .. import discovery
+from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
@@ -37,8 +37,11 @@ class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
                  build=build_entry, build_trace=build_trace, scheduler: str | None = None):
-        self.logdir = os.path.abspath(os.path.expanduser(logdir)) if logdir else ""
         self.cache = cache or ProfileCache()
+        # Where the files are (storage.py): a local directory, or the local mirror tree of
+        # a remote URL, which every scan lists first. `logdir` is the local path either way.
+        self.source = storage.open_logdir(logdir, self.cache.mirror_root()) if logdir else None
+        self.logdir = self.source.path if self.source is not None else ""
         self.open_profiles = OpenProfiles(self.cache)
         # Local reader processes, or a Dask cluster (`scheduler`, $NPU_PROFILER_DASK_SCHEDULER).
         self._pool, self._pool_note = make_pool(max_workers, scheduler)
@@ -52,6 +55,9 @@ class Loader:
         self._build_trace = build_trace
         self._trace_queue: collections.deque[SpanState] = collections.deque()
         self._trace_running = False
+        # Spans whose files could not be fetched from a remote logdir: tried again at the
+        # next scan (their files did not change, so the scan alone would keep the error).
+        self._fetch_failed: set[SpanId] = set()
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -72,13 +78,37 @@ class Loader:
 
     # ---- scheduling ------------------------------------------------------------------
     def scan(self) -> None:
+        failure = None
+        try:
+            synced = self.source.sync(discovery.remote_descend)
+        except storage.StorageError as exc:  # shown as a run of its own; the last good
+            synced, failure = [], str(exc)  # listing (if any) is still served
+            log.warning("%s", failure)
         runs, notes = discovery.discover(self.logdir)
+        notes = synced + notes
+        if failure is not None:
+            name = self.source.display
+            message = failure.removeprefix(f"{name}: ")  # the path says where already
+            runs[name] = discovery.Run(name=name, path=self.logdir,
+                                       errors=[{"path": name, "message": message}])
         with self._lock:
             self._runs = runs
             self._notes = notes
             self._spans, new = span_states(runs, self._spans)
+            new += self._retry_fetches()
         for st in new:
             self._load_views(st)
+
+    def _retry_fetches(self) -> list[SpanState]:
+        """Fresh states for the spans whose fetch failed, still at the same files."""
+        fresh = []
+        for ident in self._fetch_failed:
+            st = self._spans.get(ident)
+            if st is not None and st.state == "error":
+                st = self._spans[ident] = SpanState(span=st.span, key=st.key)
+                fresh.append(st)
+        self._fetch_failed.clear()
+        return fresh
 
     def _load_views(self, st: SpanState) -> None:
         if self.cache.has(st.key):
@@ -91,6 +121,10 @@ class Loader:
     def _views_done(self, st: SpanState, fut) -> None:
         try:
             fut.result()
+        except storage.StorageError as exc:
+            st.views_failed(str(exc))
+            with self._lock:
+                self._fetch_failed.add((st.span.run, st.span.worker, st.span.span))
         except Exception as exc:
             st.views_failed(exc)
         else:
