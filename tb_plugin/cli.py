@@ -254,10 +254,16 @@ def cmd_cache_info(args) -> int:
     cache = ProfileCache()
     info = cache.stats()
     if args.logdir is not None:
-        runs, _ = discovery.discover(os.path.abspath(args.logdir))
+        try:  # a remote logdir is listed into its local mirror first
+            source = storage.open_logdir(args.logdir, cache.mirror_root())
+            source.sync(discovery.remote_descend)
+        except storage.StorageError as exc:
+            print(f"npu-profiler: {exc}", file=sys.stderr)
+            return 2
+        runs, _ = discovery.discover(source.path)
         states, _ = span_states(runs, {})  # the cache keys of the logdir's spans, nothing read
         built = [st for st in states.values() if cache.has(st.key)]
-        info["logdir"] = {"path": os.path.abspath(args.logdir), "profiles": len(states),
+        info["logdir"] = {"path": source.display, "profiles": len(states),
                           "cached": len(built),
                           "cached_with_timeline": sum(
                               bool(cache.load(st.key).meta.trace_ready) for st in built)}
