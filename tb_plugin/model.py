@@ -464,6 +464,16 @@ class ProfileMeta:
     operator_durations: bool = _meta_field(
         "False when the operator file has no durations (MindSpore's 2-column "
         "operator_details.csv): operator times are then 0, not measured.", True)
+    # -- device and counters
+    ai_core_num: int | None = _meta_field(
+        "AI Core count of the device (CANN info.json `DeviceInfo[].ai_core_num`); Block Num "
+        "of AI_CORE / MIX_AIC tasks is checked against it.")
+    aiv_num: int | None = _meta_field(
+        "Vector core count of the device (info.json `DeviceInfo[].aiv_num`; absent or 0 on "
+        "chips without vector cores); Block Num of AI_VECTOR_CORE / MIX_AIV tasks.")
+    pmu_na_cells: dict | None = _meta_field(
+        "PMU counter column (`pmu_*` of kernels) -> number of its cells that were not numbers "
+        "(`N/A`, written for tasks too long for the counters); those cells are NaN.")
     # -- steps
     step_categories: list[str] | None = _meta_field(
         "Ordered names of the breakdown categories of `steps` (`bd_<name>` columns), from "
