@@ -219,9 +219,10 @@ def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFr
             out[col] = _empty_column(dtype, n)
     result = pd.DataFrame(out)
     if keep_extra:
-        for col in df.columns:
-            if col not in schema:
-                result[col] = df[col].reset_index(drop=True)
+        # one concat: a kernels table may carry ~150 PMU counter columns
+        extra = {col: df[col].reset_index(drop=True) for col in df.columns if col not in schema}
+        if extra:
+            result = pd.concat([result, pd.DataFrame(extra, index=result.index)], axis=1)
     return result
 
 

@@ -246,8 +246,9 @@ AICPU = _table(("op", ("op_type", "kernel_type", "op_name", "full_op_name")))
 # (`mac_ratio`, `total_cycles`). Units are in the header (`(us)`, `(GB/s)`, `(KB)`) or absent
 # in older exports. A ratio written with `(%)` is in percent and is scaled to 0..1.
 # In the model each counter is one float64 column `pmu_{aic|aiv}_{stem}` (unit dropped from
-# the name, kept in `PmuCounter.unit`); a cell that is not a number (`N/A` on tasks too long
-# for the counters) is NaN and counted in `ProfileMeta.pmu_na_cells`.
+# the name, kept in `PmuCounter.unit`); a cell without a number (`N/A` on tasks too long for
+# the counters and on tasks of other cores, or empty) is NaN and counted in
+# `ProfileMeta.pmu_na_cells`.
 
 PMU_SETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     # (set name, its (stem, unit) rows); unit "" = a count or a 0..1 ratio
@@ -362,7 +363,7 @@ def resolve_pmu(df: pd.DataFrame) -> dict[str, str]:
 def read_pmu(df: pd.DataFrame) -> tuple[dict, dict[str, int], set[str]]:
     """The PMU counters of a kernel_details / op_summary frame.
 
-    Returns ({column: float64 array}, {column: cells that were not numbers (N/A)},
+    Returns ({column: float64 array}, {column: cells without a number (N/A or empty)},
     the headers used). A counter whose cells are all N/A is still a column (all NaN)."""
     from .tolerant import to_float  # readers' number parsing; columns stays import-light
 
@@ -370,11 +371,9 @@ def read_pmu(df: pd.DataFrame) -> tuple[dict, dict[str, int], set[str]]:
     na: dict[str, int] = {}
     used: set[str] = set()
     for name, header in resolve_pmu(df).items():
-        raw = df[header]
-        values = to_float(raw)
-        text = raw.astype("string").str.strip()
-        given = text.notna() & (text != "")
-        bad = int((given.to_numpy(dtype=bool) & np.isnan(values)).sum())
+        values = to_float(df[header])
+        # the CSV reader already turned N/A (and empty) cells into missing values
+        bad = int(np.isnan(values).sum())
         if header in PMU_COUNTERS[name].percent_headers or (
                 header.lower().endswith("(%)") and PMU_COUNTERS[name].unit != "%"):
             values = values / 100.0
