@@ -57,6 +57,11 @@ def ratio_columns(k: pd.DataFrame) -> list[str]:
             and (c.endswith("_ratio") or c.endswith("_rate"))]
 
 
+def has_pipe_ratios(k: pd.DataFrame) -> bool:
+    """Whether a kernels table has any PipeUtilization pipe ratio column."""
+    return any(c in k.columns for p in BOUND_PIPES for c in C.pipe_ratio_columns(p))
+
+
 def has_counters(profile: Profile) -> bool:
     k = profile.table("kernels")
     return len(k) > 0 and any(np.isfinite(k[c].to_numpy(dtype=np.float64)).any()
