@@ -240,7 +240,7 @@ AICPU = _table(("op", ("op_type", "kernel_type", "op_name", "full_op_name")))
 
 
 # --------------------------------------------------------------------------- AI Core PMU counters
-# kernel_details / op_summary columns of the `aic_metrics` sets (docs/formats.md §2.3.1).
+# kernel_details / op_summary columns of the `aic_metrics` sets (docs/formats.md §2.3, PMU).
 # A counter is written once per core kind: `aic_*` for the AI Core (cube side), `aiv_*` for
 # the vector core; Ascend 910 (no vector core) wrote the AI Core ones without a prefix
 # (`mac_ratio`, `total_cycles`). Units are in the header (`(us)`, `(GB/s)`, `(KB)`) or absent
@@ -341,6 +341,8 @@ def _pmu_counters() -> dict[str, PmuCounter]:
                         headers.append(n)
                 name = f"pmu_{core}_{stem}"
                 out[name] = PmuCounter(name, tuple(headers), unit, set_name, tuple(percent))
+    out["pmu_memory_bound"] = PmuCounter(  # msprof's own mte2 / max(mac, vec) per task
+        "pmu_memory_bound", ("memory_bound",), "", "PipeUtilization")
     out["pmu_cube_utilization"] = PmuCounter(
         "pmu_cube_utilization", ("cube_utilization(%)", "cube_utilization"), "%",
         "PipeUtilization")

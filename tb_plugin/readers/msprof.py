@@ -361,15 +361,15 @@ def _kernels_from_summary(df: pd.DataFrame, device_id, meta: ProfileMeta) -> pd.
         "output_shapes": _text(df, c.get("output_shapes")),
     })
     used = set(c.values())
-    pmu, na_cells, pmu_headers = C.read_pmu(df)
+    extra, na_cells, pmu_headers = C.read_pmu(df)
     used |= pmu_headers
-    for name, values in pmu.items():
-        out[name] = values
     if na_cells:
         meta.pmu_na_cells = na_cells
     for col in df.columns:
         if col not in used and col not in C.OP_SUMMARY_TEXT_HEADERS and col not in out.columns:
-            out[col] = to_float(df[col])
+            extra[col] = to_float(df[col])
+    if extra:  # one concat: op_summary may carry ~150 PMU columns
+        out = pd.concat([out, pd.DataFrame(extra, index=out.index)], axis=1)
     return out
 
 

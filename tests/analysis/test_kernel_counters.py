@@ -175,3 +175,28 @@ def test_ascend910_unprefixed_headers():
     assert cols["pmu_aic_total_cycles"].tolist() == [100.0, 200.0]
     assert cols["pmu_aiv_vec_ratio"].tolist() == pytest.approx([0.5, 0.7])
     assert used == {"mac_ratio", "total_cycles", "aiv_vec_ratio(%)"}
+
+
+def test_msprof_op_summary_counters_and_core_counts(tmp_path):
+    from fixtures import generate as g
+    cfg = g.Config(producer="msprof", level="Level1", steps=2, first_step=1, layers=1,
+                   task_queue=False, seed=515, host="pmu-msprof", base_pid=7788, model_id=1,
+                   with_stack=False, pmu="full", ai_core_num=20, aiv_num=40,
+                   block_dim_mismatch="mm")
+    g.write_run(cfg, str(tmp_path / "run"))
+    slices = sorted(glob.glob(str(tmp_path / "run" / "PROF_*" / "mindstudio_profiler_output"
+                                  / "op_summary_slice_*.csv")))
+    rows = [r for path in slices for r in truth.read(path)]
+    for r in rows:  # op_summary names the columns differently from kernel_details
+        r["Name"], r["Duration(us)"] = r["Op Name"], r["Task Duration(us)"]
+    ((_, p),) = read_all(str(tmp_path))
+    assert (p.meta.ai_core_num, p.meta.aiv_num) == (20, 40)  # device_0/info.json.0
+    t = kc.table(p).set_index("name")
+    mm = "aclnnMm_MatMulCommon_MatMulV2"
+    rs = truth.by_name(rows)[mm]
+    assert t.loc[mm, "pmu_aic_mac_ratio"] == pytest.approx(
+        truth.weighted(rs, lambda r: truth.num(r["aic_mac_ratio"])), rel=1e-12)
+    assert t.loc[mm, "core_num"] == 20
+    assert t.loc[mm, "block_dim_mismatch_calls"] == sum(1 for r in rs if int(r["Block Num"]) % 20)
+    # the planted key "mm" misfits; "mm_s" (same kernel name) keeps a full wave
+    assert 0 < t.loc[mm, "block_dim_mismatch_calls"] < len(rs)
