@@ -76,11 +76,10 @@ def pipe_ratios(k: pd.DataFrame) -> pd.DataFrame:
         if not cols:
             out[f"{pipe}_ratio"] = np.full(len(k), np.nan)
             continue
-        vals = np.vstack([k[c].to_numpy(dtype=np.float64) for c in cols])
-        with np.errstate(all="ignore"):
-            out[f"{pipe}_ratio"] = np.where(np.isnan(vals).all(axis=0), np.nan,
-                                            np.nanmax(np.where(np.isnan(vals), -np.inf, vals),
-                                                       axis=0))
+        vals = k[cols[0]].to_numpy(dtype=np.float64)
+        for c in cols[1:]:  # fmax: the other value where one is NaN
+            vals = np.fmax(vals, k[c].to_numpy(dtype=np.float64))
+        out[f"{pipe}_ratio"] = vals
     return pd.DataFrame(out, index=k.index)
 
 
@@ -104,20 +103,30 @@ def core_count(core_type: str, ai_core_num: int | None, aiv_num: int | None) -> 
     return None
 
 
+def core_counts(core_type: pd.Series, ai_core_num: int | None, aiv_num: int | None
+                ) -> np.ndarray:
+    """Per call, the count of the cores its core type runs on (NaN where unknown)."""
+    codes, labels = key_codes(core_type)
+    per_label = np.array([core_count(str(c), ai_core_num, aiv_num) or np.nan for c in labels],
+                         dtype=np.float64)
+    return per_label[codes] if len(per_label) else np.full(len(core_type), np.nan)
+
+
 def _weighted(values: np.ndarray, dur: np.ndarray, codes: np.ndarray, n: int
               ) -> tuple[np.ndarray, np.ndarray]:
     """(weighted mean per group, calls with a number per group)."""
     ok = np.isfinite(values)
+    v0 = np.where(ok, values, 0.0)
     w = np.where(ok, dur, 0.0)
-    num = np.bincount(codes, weights=np.where(ok, values, 0.0) * w, minlength=n)
+    num = np.bincount(codes, weights=v0 * w, minlength=n)
     den = np.bincount(codes, weights=w, minlength=n)
-    cnt = np.bincount(codes, weights=ok.astype(np.float64), minlength=n)
+    cnt = np.bincount(codes, weights=ok, minlength=n)
     with np.errstate(all="ignore"):
         mean = np.where(den > 0, num / den, np.nan)
-    # A group whose calls with numbers all last 0 ns: the plain mean.
-    plain = np.bincount(codes, weights=np.where(ok, values, 0.0), minlength=n)
-    with np.errstate(all="ignore"):
-        mean = np.where((den == 0) & (cnt > 0), plain / np.maximum(cnt, 1), mean)
+        zero = (den == 0) & (cnt > 0)
+        if zero.any():  # a group whose calls with numbers all last 0 ns: the plain mean
+            plain = np.bincount(codes, weights=v0, minlength=n)
+            mean = np.where(zero, plain / np.maximum(cnt, 1), mean)
     return mean, cnt.astype(np.int64)
 
 
@@ -127,11 +136,14 @@ def _mode(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
     ok = np.isfinite(values)
     if not ok.any():
         return out
-    df = pd.DataFrame({"g": codes[ok], "v": values[ok]})
-    counts = df.groupby(["g", "v"]).size().reset_index(name="n")
-    counts = counts.sort_values(["g", "n", "v"], ascending=[True, False, True])
-    first = counts.drop_duplicates("g")
-    out[first["g"].to_numpy()] = first["v"].to_numpy()
+    vals, vcodes = np.unique(values[ok], return_inverse=True)
+    key = codes[ok].astype(np.int64) * len(vals) + vcodes
+    uniq, counts = np.unique(key, return_counts=True)
+    g, vi = uniq // len(vals), uniq % len(vals)
+    # per group: the highest count, then the smallest value (lexsort: last key first)
+    order = np.lexsort((vi, -counts, g))
+    first = order[np.r_[True, g[order][1:] != g[order][:-1]]]
+    out[g[first]] = vals[vi[first]]
     return out
 
 
@@ -183,9 +195,7 @@ def _block_dims(res: pd.DataFrame, k: pd.DataFrame, codes: np.ndarray, n: int,
                 profile: Profile) -> None:
     meta = profile.meta
     block = k["block_dim"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
-    core_types = k["core_type"].astype(str).to_numpy()
-    cores = np.array([core_count(ct, meta.ai_core_num, meta.aiv_num) or np.nan
-                      for ct in core_types], dtype=np.float64) if len(k) else np.zeros(0)
+    cores = core_counts(k["core_type"], meta.ai_core_num, meta.aiv_num)
     # per call: block % cores != 0 (only where both are known and block > 0)
     known = np.isfinite(block) & np.isfinite(cores) & (block > 0)
     with np.errstate(all="ignore"):
@@ -224,7 +234,7 @@ def call_rows(profile: Profile, name: str, step: int | None = None) -> pd.DataFr
     """The calls of kernel `name`: [start_us, dur_us, step, core_type, block_dim, <pipe>_ratio
     ..., <ratio columns>], longest first."""
     k = kernels_view.view_rows(profile, step)
-    k = k[k["name"].astype(str).to_numpy() == name] if len(k) else k
+    k = k[k["name"].eq(name).fillna(False).to_numpy(dtype=bool)] if len(k) else k
     cols = ratio_columns(k)
     out = pd.DataFrame({
         "start_us": k["start_ns"].to_numpy(dtype=np.int64) / 1000.0,

@@ -28,7 +28,10 @@ def check(ctx):
         raise NotApplicable("the device's core counts are unknown (no info.json DeviceInfo)")
     k = ctx.compute_kernels
     core = k["core_type"].astype(str).to_numpy()
-    cores = np.array([counts.get(CORES.get(c, ""), None) or 0 for c in core], dtype=np.int64)
+    # msprof-analyze checks these three task types (MIX_AIV is not among them)
+    checked = np.isin(core, list(CORES))
+    cores = np.where(checked, np.nan_to_num(kc.core_counts(k["core_type"], counts["ai_core_num"],
+                                                           counts["aiv_num"])), 0).astype(np.int64)
     block = k["block_dim"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
     ok = (cores > 0) & np.isfinite(block) & (block > 0)
     bad = ok & (np.fmod(np.where(ok, block, 0), np.where(cores > 0, cores, 1)) != 0)
