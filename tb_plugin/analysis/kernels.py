@@ -129,7 +129,10 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
                                       if c in t.columns and c != group_by])
     t[group_by] = t[group_by].astype("string")
     counters[group_by] = counters[group_by].astype("string")
-    return t.merge(counters, on=group_by, how="left", sort=False)
+    out = t.merge(counters, on=group_by, how="left", sort=False)
+    for col in ("pmu_calls", "block_dim_mismatch_calls"):  # counts stay integers (NA = none)
+        out[col] = out[col].astype("Int64")
+    return out
 
 
 def _empty(group_by: str) -> pd.DataFrame:
