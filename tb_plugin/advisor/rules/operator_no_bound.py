@@ -6,7 +6,7 @@ aic_* and aiv_* value) is above `operator_bound_ratio` (0.8): no unit of the cor
 of the time, so latency, synchronisation or a poor tiling limits the kernel. msprof-analyze
 skips the check on dynamic-shape profiles; the plugin does not keep `OP State`, so it always
 checks. One finding listing the kernels by their time in such calls. Informational (impact
-null): how much tuning saves is not known from the counters.
+null, severity low): how much tuning saves is not known from the counters.
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def check(ctx):
     return [ctx.finding("operator_no_bound", "no_bound", "Operators bound by no pipe", msg,
                         ADVICE, None, evidence,
                         [ctx.link("kernels", search=top["name"], bound="none")],
-                        severity="medium" if share >= ctx.t["severity_high_pct"] else "low")]
+                        severity="low")]
 
 
 RULE = Rule("operator_no_bound", "Operators bound by no pipe", check)
