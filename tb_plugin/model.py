@@ -313,9 +313,10 @@ def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFr
             out[col] = _empty_column(dtype, n)
     result = pd.DataFrame(out)
     if keep_extra:
-        for col in df.columns:
-            if col not in schema:
-                result[col] = df[col].reset_index(drop=True)
+        # one concat: a kernels table may carry ~150 PMU counter columns
+        extra = {col: df[col].reset_index(drop=True) for col in df.columns if col not in schema}
+        if extra:
+            result = pd.concat([result, pd.DataFrame(extra, index=result.index)], axis=1)
     return result
 
 
@@ -558,6 +559,16 @@ class ProfileMeta:
     operator_durations: bool = _meta_field(
         "False when the operator file has no durations (MindSpore's 2-column "
         "operator_details.csv): operator times are then 0, not measured.", True)
+    # -- device and counters
+    ai_core_num: int | None = _meta_field(
+        "AI Core count of the device (CANN info.json `DeviceInfo[].ai_core_num`); Block Num "
+        "of AI_CORE / MIX_AIC tasks is checked against it.")
+    aiv_num: int | None = _meta_field(
+        "Vector core count of the device (info.json `DeviceInfo[].aiv_num`; absent or 0 on "
+        "chips without vector cores); Block Num of AI_VECTOR_CORE / MIX_AIV tasks.")
+    pmu_na_cells: dict | None = _meta_field(
+        "PMU counter column (`pmu_*` of kernels) -> number of its cells that were not numbers "
+        "(`N/A`, written for tasks too long for the counters); those cells are NaN.")
     # -- steps
     step_categories: list[str] | None = _meta_field(
         "Ordered names of the breakdown categories of `steps` (`bd_<name>` columns), from "

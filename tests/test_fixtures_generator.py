@@ -82,7 +82,7 @@ def test_committed_fixtures_up_to_date(gen):
         assert filecmp.cmp(os.path.join(a, f), committed, shallow=False), "stale fixture %s" % f
 
 
-TORCH_RUNS = ["torch_npu_level1", "torch_npu_dist4", "torch_npu_legacy_2023"]
+TORCH_RUNS = ["torch_npu_level1", "torch_npu_dist4", "torch_npu_legacy_2023", "torch_npu_pmu"]
 
 
 def _spans(gen, name):

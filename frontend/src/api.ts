@@ -68,6 +68,29 @@ export interface KernelRow {
   min_us: number;
   max_us: number;
   wait_us: number;
+  // AI Core PMU counters (only when the profile has them; docs/http_api.md `kernels`)
+  pmu?: Record<string, number>;
+  bound?: string | null;
+  dominant_pipe?: string | null;
+  memory_bound?: number | null;
+  pmu_calls?: number;
+  block_dim?: number | null;
+  core_num?: number | null;
+  waves?: number | null;
+  tail_waste?: number | null;
+  block_dim_mismatch_calls?: number;
+  l2_hit_rate?: number | null;
+}
+
+/** `counters` of a /kernels answer with PMU counters. */
+export interface KernelCounters {
+  pipes: string[];
+  ratios: string[];
+  bound_classes: string[];
+  bound_ratio: number;
+  ai_core_num: number | null;
+  aiv_num: number | null;
+  na_cells: number;
 }
 
 export interface OperatorRow {
@@ -249,8 +272,9 @@ export const api = {
   runs: (signal?: AbortSignal) => getJson<RunsResponse>('runs', {}, signal),
   run: (run: string, signal?: AbortSignal) => getJson<RunInfo>('run', { run }, signal),
   steps: (key: ProfileKey, signal?: AbortSignal) => getJson<StepsResponse>('steps', profileParams(key), signal),
-  kernels: (key: ProfileKey, groupBy: string, q: TableQuery, step?: string, signal?: AbortSignal) =>
-    getJson<TablePage<KernelRow>>('kernels', profileParams(key, { group_by: groupBy, step, ...tableParams(q) }), signal),
+  kernels: (key: ProfileKey, groupBy: string, q: TableQuery, step?: string, signal?: AbortSignal, bound?: string) =>
+    getJson<TablePage<KernelRow> & { counters?: KernelCounters }>(
+      'kernels', profileParams(key, { group_by: groupBy, step, bound, ...tableParams(q) }), signal),
   operators: (key: ProfileKey, groupBy: string, q: TableQuery, signal?: AbortSignal) =>
     getJson<TablePage<OperatorRow>>('operators', profileParams(key, { group_by: groupBy, ...tableParams(q) }), signal),
   operatorStack: (key: ProfileKey, name: string, inputShapes: string | undefined, signal?: AbortSignal) =>

@@ -7,6 +7,7 @@ from .rules import (aicpu_ops, amp, communication, data_pipeline, dataloader, do
                     environment, fused_optimizer, gc, host_dispatch, iteration_gap, long_tasks,
                     low_device_util, memory_operators, op_time_spread, recompilation, slow_link,
                     straggler, synchronize_stream, task_wait, transdata)
+from .rules import block_dim, cube_efficiency, operator_no_bound, vector_efficiency
 
 RULES = [
     host_dispatch.RULE,
@@ -31,6 +32,10 @@ RULES = [
     amp.RULE,
     straggler.RULE,
     slow_link.RULE,
+    operator_no_bound.RULE,
+    block_dim.RULE,
+    cube_efficiency.RULE,
+    vector_efficiency.RULE,
 ]
 PROFILE_RULES = [r for r in RULES if r.scope == "profile"]
 RUN_RULES = [r for r in RULES if r.scope == "run"]

@@ -118,6 +118,23 @@ TABLE: tuple[Threshold, ...] = (
               "the step", _TB),
     Threshold("low_device_util_pct", 50.0, "% of step", "device busy (kernel time) below this "
               "share of the step", _TB),
+    # operator_no_bound, cube_efficiency, vector_efficiency (AI Core PMU counters)
+    Threshold("operator_bound_ratio", 0.8, "ratio", "a kernel with no pipe ratio (mac, vec, "
+              "scalar, mte1, mte2, mte3) above this is bound by no pipe",
+              _MSPROF + " (config.ini operator_bound_ratio)"),
+    Threshold("no_bound_min_us", 20.0, "µs", "only calls longer than this are checked for "
+              "operator_no_bound", _MSPROF + " (Operator No Bound, _MIN_TASK_DURATION)"),
+    Threshold("cube_mac_ratio", 0.8, "ratio", "a MatMul kernel with mean mac ratio at least "
+              "this is cube-bound", _MSPROF + " (aicore_performance.yaml)"),
+    Threshold("cube_mte2_ratio", 0.95, "ratio", "a MatMul kernel with mean mte2 ratio at least "
+              "this is memory-bound", _MSPROF + " (aicore_performance.yaml)"),
+    Threshold("vector_sum_ratio", 0.9, "ratio", "a vector kernel with vec + mte2 + mte3 at "
+              "least this is bound", _MSPROF + " (aicore_performance.yaml)"),
+    Threshold("vector_pipe_ratio", 0.7, "ratio", "a vector kernel with vec, mte2 or mte3 at "
+              "least this is bound by that pipe", _MSPROF + " (aicore_performance.yaml)"),
+    Threshold("core_perf_min_pct", 1.0, "% of device time", "cube / vector kernels below this "
+              "share of device time are not checked for efficiency",
+              _MSPROF + " (AI Core Performance, vector selection)"),
     Threshold("amp_min_gemm_pct", 10.0, "% of device time", "single-precision GEMM / convolution "
               "kernels above this share of device time while no half-precision kernel runs", _OURS),
     # data_pipeline (MindSpore MindData; analysis/data_pipeline.py)

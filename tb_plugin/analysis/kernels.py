@@ -12,6 +12,8 @@ Definitions:
   wait time (the NPU "Wait Time", the gap the task waited before starting; 0 when the
   producer has none) and avg_wait_us = wait_us / calls.
 - `step` keeps only kernels the reader attributed to that step.
+- With AI Core PMU counters, `table_with_counters` adds each group's counter columns
+  (analysis/kernel_counters.py: weighted mean ratios, pipe ratios, bound, Block Num waste).
 All times in microseconds (ns / 1000).
 """
 from __future__ import annotations
@@ -110,6 +112,27 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None) -> 
     })
     return out.sort_values(["total_us", group_by], ascending=[False, True],
                            kind="stable").reset_index(drop=True)
+
+
+def table_with_counters(profile: Profile, group_by: str = "name", step: int | None = None,
+                        bound_ratio: float | None = None) -> pd.DataFrame:
+    """`table` plus the groups' PMU counter columns (kernel_counters.table; empty cells for
+    groups without counters); `table` unchanged when the profile has none."""
+    from . import kernel_counters  # it builds on this module
+
+    t = table(profile, group_by, step)
+    kw = {} if bound_ratio is None else {"bound_ratio": bound_ratio}
+    counters = kernel_counters.table(profile, group_by, step, **kw)
+    if len(counters) == 0:
+        return t
+    counters = counters.drop(columns=[c for c in counters.columns
+                                      if c in t.columns and c != group_by])
+    t[group_by] = t[group_by].astype("string")
+    counters[group_by] = counters[group_by].astype("string")
+    out = t.merge(counters, on=group_by, how="left", sort=False)
+    for col in ("pmu_calls", "block_dim_mismatch_calls"):  # counts stay integers (NA = none)
+        out[col] = out[col].astype("Int64")
+    return out
 
 
 def _empty(group_by: str) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Routes of the profile views (overview, operators, kernels, memory, trace download), and
+"""Routes of the profile views (overview, operators, memory, trace download), and
 the request helpers every route module shares: find the profile a request names
 (`profile_from`), answer a table (`_table_response`), the analysis-results LRU. A handler
 parses and validates parameters, finds the profile, calls one analysis and serializes; no
@@ -15,9 +15,7 @@ import re
 import pandas as pd
 
 from .. import discovery, storage
-from ..analysis import kernels as kernels_view
 from ..analysis import memory as memory_view
-from ..analysis import op_types as op_types_view
 from ..analysis import operators as operators_view
 from ..analysis import overview as overview_view
 from ..analysis import tables
@@ -107,30 +105,6 @@ def summary(request, loader: Loader):
     return json_response(data)
 
 
-def kernels(request, loader: Loader):
-    prof, key = profile_from(loader, request.args)
-    group_by = params.choice(request.args, "group_by", ("name", "type", "core"), "name")
-    step = params.integer(request.args, "step")
-    df = _results.get_or_compute((key, "kernels", group_by, step),
-                      lambda: kernels_view.table(prof, group_by, step))
-    return _table_response(request.args, df, "-total_us", group_by, f"kernels_by_{group_by}.csv")
-
-
-def kernel_op_types(request, loader: Loader):
-    prof, key = profile_from(loader, request.args)
-    core = params.text(request.args, "core")
-    df = _results.get_or_compute((key, "op_types", core),
-                                 lambda: op_types_view.table(prof, core))
-    return _table_response(request.args, df, "-total_us", "type", "op_types.csv",
-                           extra={"source": op_types_view.source(prof)})
-
-
-def kernel_api_statistic(request, loader: Loader):
-    prof, key = profile_from(loader, request.args)
-    df = _results.get_or_compute((key, "api_statistic"), lambda: op_types_view.api_table(prof))
-    return _table_response(request.args, df, "-total_us", "name", "api_statistic.csv")
-
-
 def operators(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
@@ -199,9 +173,6 @@ def trace_download(request, loader: Loader):
 ROUTES = {
     "/summary": summary,
     "/steps": steps,
-    "/kernels": kernels,
-    "/kernels/op_types": kernel_op_types,
-    "/kernels/api_statistic": kernel_api_statistic,
     "/operators": operators,
     "/operators/stack": operator_stack,
     "/memory": memory,

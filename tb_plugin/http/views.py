@@ -20,7 +20,8 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import api, api_advisor, api_data_pipeline, api_dispatch, api_distributed, api_trace
+from . import (api, api_advisor, api_data_pipeline, api_dispatch, api_distributed, api_kernels,
+               api_trace)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ VIEWS: list[View] = [
     # Every ready profile can be advised (a rule that lacks its input says why not).
     View("advisor", "Advisor", api_advisor, when_span=lambda facts: True),
     View("operators", "Operators", api, tables=("operators",)),
-    View("kernels", "Kernels", api, tables=("kernels",)),
+    View("kernels", "Kernels", api_kernels, tables=("kernels",)),
     View("memory", "Memory", api,
          tables=("memory_records", "memory_allocations", "module_memory")),
     # A trace the views stage deferred has no slices yet, but will.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 
 
@@ -348,3 +349,149 @@ LEGACY_AICPU_TASKS = _table(
     ("total_ms", ("total_time",), "ms"),
     ("compute_ms", ("execution_time",), "ms"),
 )
+
+# --------------------------------------------------------------------------- AI Core PMU counters
+# kernel_details / op_summary columns of the `aic_metrics` sets (docs/formats.md §2.3, PMU).
+# A counter is written once per core kind: `aic_*` for the AI Core (cube side), `aiv_*` for
+# the vector core; Ascend 910 (no vector core) wrote the AI Core ones without a prefix
+# (`mac_ratio`, `total_cycles`). Units are in the header (`(us)`, `(GB/s)`, `(KB)`) or absent
+# in older exports. A ratio written with `(%)` is in percent and is scaled to 0..1.
+# In the model each counter is one float64 column `pmu_{aic|aiv}_{stem}` (unit dropped from
+# the name, kept in `PmuCounter.unit`); a cell without a number (`N/A` on tasks too long for
+# the counters and on tasks of other cores, or empty) is NaN and counted in
+# `ProfileMeta.pmu_na_cells`.
+
+PMU_SETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    # (set name, its (stem, unit) rows); unit "" = a count or a 0..1 ratio
+    ("PipeUtilization", (
+        ("time", "us"), ("total_cycles", ""),
+        ("vec_time", "us"), ("vec_ratio", ""), ("mac_time", "us"), ("mac_ratio", ""),
+        ("scalar_time", "us"), ("scalar_ratio", ""), ("fixpipe_time", "us"),
+        ("fixpipe_ratio", ""), ("mte1_time", "us"), ("mte1_ratio", ""),
+        ("mte2_time", "us"), ("mte2_ratio", ""), ("mte3_time", "us"), ("mte3_ratio", ""),
+        ("icache_miss_rate", ""))),
+    ("ArithmeticUtilization", (
+        ("mac_fp16_ratio", ""), ("mac_int8_ratio", ""), ("vec_fp32_ratio", ""),
+        ("vec_fp16_ratio", ""), ("vec_int32_ratio", ""), ("vec_misc_ratio", ""),
+        ("cube_fops", ""), ("vector_fops", ""))),
+    ("Memory", (
+        ("ub_read_bw", "GB/s"), ("ub_write_bw", "GB/s"), ("l1_read_bw", "GB/s"),
+        ("l1_write_bw", "GB/s"), ("l2_read_bw", "GB/s"), ("l2_write_bw", "GB/s"),
+        ("main_mem_read_bw", "GB/s"), ("main_mem_write_bw", "GB/s"))),
+    ("MemoryL0", (
+        ("l0a_read_bw", "GB/s"), ("l0a_write_bw", "GB/s"), ("l0b_read_bw", "GB/s"),
+        ("l0b_write_bw", "GB/s"), ("l0c_read_bw", "GB/s"), ("l0c_write_bw", "GB/s"),
+        ("l0c_read_bw_cube", "GB/s"), ("l0c_write_bw_cube", "GB/s"))),
+    ("MemoryUB", (
+        ("ub_read_bw_vector", "GB/s"), ("ub_write_bw_vector", "GB/s"),
+        ("ub_read_bw_scalar", "GB/s"), ("ub_write_bw_scalar", "GB/s"))),
+    ("ResourceConflictRatio", (
+        ("vec_bankgroup_cflt_ratio", ""), ("vec_bank_cflt_ratio", ""),
+        ("vec_resc_cflt_ratio", ""))),
+    ("MemoryAccess", (
+        ("read_main_memory_datas", "KB"), ("write_main_memory_datas", "KB"),
+        ("gm_to_l1_datas", "KB"), ("l0c_to_l1_datas", "KB"), ("l0c_to_gm_datas", "KB"),
+        ("gm_to_ub_datas", "KB"), ("ub_to_gm_datas", "KB"))),
+    ("L2Cache", (
+        ("write_cache_hit", ""), ("write_cache_miss_allocate", ""),
+        *((f"r{n}_read_cache_hit", "") for n in range(4)),
+        *((f"r{n}_read_cache_miss_allocate", "") for n in range(4)),
+        # Ascend 950 names
+        ("read_local_l2_hit", ""), ("read_local_l2_miss", ""), ("read_local_l2_victim", ""),
+        ("write_local_l2_hit", ""), ("write_local_l2_miss", ""),
+        ("write_local_l2_victim", ""))),
+)
+PMU_CORES = ("aic", "aiv")
+# Pipes of PipeUtilization a kernel can be bound by (msprof-analyze's Operator No Bound
+# checks these six `*_ratio` columns).
+PIPES = ("mac", "vec", "scalar", "mte1", "mte2", "mte3")
+
+
+def pipe_ratio_columns(pipe: str) -> tuple[str, ...]:
+    """The model columns of one pipe's ratio (AI Core and vector core)."""
+    return tuple(f"pmu_{core}_{pipe}_ratio" for core in PMU_CORES)
+
+
+
+# Counters of L2 cache hits and misses (hit rate = hit / (hit + miss)).
+_L2 = dict(PMU_SETS)["L2Cache"]
+L2_HIT_STEMS = tuple(s for s, _ in _L2 if s.endswith("_hit"))
+L2_MISS_STEMS = tuple(s for s, _ in _L2 if s.endswith("_miss_allocate") or s.endswith("_miss"))
+
+
+@dataclasses.dataclass(frozen=True)
+class PmuCounter:
+    name: str                  # model column, e.g. pmu_aic_mac_ratio
+    headers: tuple[str, ...]   # accepted headers, preference order
+    unit: str                  # us | GB/s | KB | % | "" (count or 0..1 ratio)
+    metric_set: str            # the aic_metrics set that writes it
+    # headers whose cells are percent of a 0..1 ratio (divided by 100 when read)
+    percent_headers: tuple[str, ...] = ()
+    kind: str = "float"
+
+
+def _pmu_counters() -> dict[str, PmuCounter]:
+    out: dict[str, PmuCounter] = {}
+    for set_name, rows in PMU_SETS:
+        for stem, unit in rows:
+            for core in PMU_CORES:
+                # the AI Core's busy time is `aicore_time(us)`, the vector core's `aiv_time(us)`
+                base = "aicore_time" if (core, stem) == ("aic", "time") else f"{core}_{stem}"
+                names = [base]
+                if core == "aic":
+                    names.append(stem if stem != "time" else "aicore_time")
+                headers: list[str] = []
+                percent: list[str] = []
+                for n in dict.fromkeys(names):
+                    if unit:
+                        headers += [f"{n}({unit})", n]
+                    elif stem.endswith("_ratio") or stem.endswith("_rate"):
+                        headers += [n, f"{n}(%)"]
+                        percent.append(f"{n}(%)")
+                    else:
+                        headers.append(n)
+                name = f"pmu_{core}_{stem}"
+                out[name] = PmuCounter(name, tuple(headers), unit, set_name, tuple(percent))
+    out["pmu_memory_bound"] = PmuCounter(  # msprof's own mte2 / max(mac, vec) per task
+        "pmu_memory_bound", ("memory_bound",), "", "PipeUtilization")
+    out["pmu_cube_utilization"] = PmuCounter(
+        "pmu_cube_utilization", ("cube_utilization(%)", "cube_utilization"), "%",
+        "PipeUtilization")
+    return out
+
+
+PMU_COUNTERS: dict[str, PmuCounter] = _pmu_counters()
+
+
+def resolve_pmu(df: pd.DataFrame) -> dict[str, str]:
+    """{PMU column name: the header `df` has for it} for every counter the file carries."""
+    out = {}
+    for counter in PMU_COUNTERS.values():
+        h = find_header(df, *counter.headers)
+        if h is not None:
+            out[counter.name] = h
+    return out
+
+
+def read_pmu(df: pd.DataFrame) -> tuple[dict, dict[str, int], set[str]]:
+    """The PMU counters of a kernel_details / op_summary frame.
+
+    Returns ({column: float64 array}, {column: cells without a number (N/A or empty)},
+    the headers used). A counter whose cells are all N/A is still a column (all NaN)."""
+    from .tolerant import to_float  # readers' number parsing; columns stays import-light
+
+    cols: dict = {}
+    na: dict[str, int] = {}
+    used: set[str] = set()
+    for name, header in resolve_pmu(df).items():
+        values = to_float(df[header])
+        # the CSV reader already turned N/A (and empty) cells into missing values
+        bad = int(np.isnan(values).sum())
+        if header in PMU_COUNTERS[name].percent_headers or (
+                header.lower().endswith("(%)") and PMU_COUNTERS[name].unit != "%"):
+            values = values / 100.0
+        cols[name] = values
+        if bad:
+            na[name] = bad
+        used.add(header)
+    return cols, na, used

@@ -50,13 +50,15 @@ communication_ops / communication_links  analyze/communication.json (ms -> ns; t
           size = RDMA + SDMA (SDMA already aggregates HCCS/PCIE/SIO), else the sum) and
           communication_matrix.json.
 meta      producer "msprof", device "npu", device_id, rank (`rank_id` of info.json.{id}),
-          versions, layout.
+          versions, layout, ai_core_num / aiv_num (`DeviceInfo` of info.json.{id}),
+          pmu_na_cells (PMU counters: `pmu_*` columns, see columns.PMU_COUNTERS).
 step_phases  step_trace_*.csv (per iteration: gap, FP->BP, tail, each Reduce pair); without
           the CSV, derive.py makes them from the `Iteration n` / `FP_BP Time n` slices.
 op_statistic / api_statistic  op_statistic_*.csv and api_statistic_*.csv as written
           (readers.statistics); communication_statistic is not read.
 kernels (AI CPU)  aicpu_*.csv tasks join the kernels with core_type AI_CPU unless op_summary
-          has AI_CPU kernels of that name (readers.statistics.add_aicpu). Every unreadable file adds a FileError; nothing raises.
+          has AI_CPU kernels of that name (readers.statistics.add_aicpu). Every unreadable
+          file adds a FileError; nothing raises.
 """
 from __future__ import annotations
 
@@ -177,10 +179,36 @@ def _read_info(ctx: _Ctx) -> None:
                 meta.rank = int(rank)
         except (TypeError, ValueError):
             pass
+        if isinstance(info, dict):
+            set_core_counts(meta, info, ctx.device_id)
         meta.versions = {k: info.get(k) for k in
                          ("version", "platform_version", "cann_version", "drvVersion")
                          if info.get(k) not in (None, "")}
         return
+
+
+def set_core_counts(meta: ProfileMeta, info: dict, device_id: int | None) -> bool:
+    """meta.ai_core_num / aiv_num from an info.json `DeviceInfo` list (the entry of
+    `device_id`, else the first); True when a count was found."""
+    entries = [d for d in (info.get("DeviceInfo") or []) if isinstance(d, dict)] \
+        if isinstance(info.get("DeviceInfo"), list) else []
+    if not entries:
+        return False
+    entry = next((d for d in entries if _count(d.get("id")) == device_id), entries[0])
+    aic = _count(entry.get("ai_core_num"))
+    aiv = _count(entry.get("aiv_num"))
+    if aic is not None and aic > 0:
+        meta.ai_core_num = aic
+    if aiv is not None and aiv > 0:  # 0 on chips without vector cores (Ascend 910)
+        meta.aiv_num = aiv
+    return meta.ai_core_num is not None or meta.aiv_num is not None
+
+
+def _count(v) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
 
 
 def _read_trace(ctx: _Ctx) -> None:
@@ -311,7 +339,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     if ops:
         df = ctx.csvs(ops, required=C.required(C.OP_SUMMARY))
         if df is not None:
-            kernels = _kernels_from_summary(df, ctx.device_id)
+            kernels = _kernels_from_summary(df, ctx.device_id, ctx.profile.meta)
     if kernels is None and ctx.trace_read:
         kernels = _kernels_from_trace(ctx.profile, ctx.task_type)
     ctx.task_type = None
@@ -319,7 +347,7 @@ def _read_kernels(ctx: _Ctx) -> None:
         ctx.profile.set("kernels", kernels, keep_extra=True)
 
 
-def _kernels_from_summary(df: pd.DataFrame, device_id) -> pd.DataFrame:
+def _kernels_from_summary(df: pd.DataFrame, device_id, meta: ProfileMeta) -> pd.DataFrame:
     df = _filter_device(df, device_id)
     n = len(df)
     c = C.resolve(df, C.OP_SUMMARY)
@@ -339,9 +367,15 @@ def _kernels_from_summary(df: pd.DataFrame, device_id) -> pd.DataFrame:
         "output_shapes": _text(df, c.get("output_shapes")),
     })
     used = set(c.values())
+    extra, na_cells, pmu_headers = C.read_pmu(df)
+    used |= pmu_headers
+    if na_cells:
+        meta.pmu_na_cells = na_cells
     for col in df.columns:
         if col not in used and col not in C.OP_SUMMARY_TEXT_HEADERS and col not in out.columns:
-            out[col] = to_float(df[col])
+            extra[col] = to_float(df[col])
+    if extra:  # one concat: op_summary may carry ~150 PMU columns
+        out = pd.concat([out, pd.DataFrame(extra, index=out.index)], axis=1)
     return out
 
 

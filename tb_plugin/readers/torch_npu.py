@@ -30,8 +30,12 @@ Normalizations (documented for the views):
 - operators: `start_ns` 0 and `step` <NA> (operator_details.csv has no time). Extra columns
   `device_self_aicore_ns`, `device_total_aicore_ns`. MindSpore's 2-column file has no
   durations: they are 0 and `meta.operator_durations` is False.
-- kernels: unknown headers (PMU metrics, …) are kept as extra float64 columns under their
+- kernels: AI Core PMU counters (every `aic_metrics` set, `columns.PMU_COUNTERS`) become
+  float64 columns `pmu_{aic|aiv}_{stem}` (ratios 0..1), their N/A cells NaN and counted in
+  `meta.pmu_na_cells`; other unknown headers are kept as extra float64 columns under their
   original header; known text columns that the model has no place for are dropped.
+- meta `ai_core_num` / `aiv_num`: `DeviceInfo` of the raw CANN `PROF_*/device_*/info.json.*`
+  inside the span (the device's AI Core and vector core counts, for Block Num checks).
 """
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ from . import columns as C
 from . import minddata
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
+from .msprof import set_core_counts
 from .tolerant import to_float, to_int64, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -140,7 +145,7 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
     if stage == "trace":
         return run_steps(ctx, [_read_trace])
     steps = [
-        _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
+        _read_info, _read_device_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
         _read_memory_records, _read_memory_allocations, _read_module_memory,
         _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
         _read_mindspore_operators, minddata.read_ascend_ms, _check_any_data, _finish_meta,
@@ -285,6 +290,20 @@ def _read_info(ctx: _Ctx) -> None:
             meta.world_size = ws
 
 
+def _read_device_info(ctx: _Ctx) -> None:
+    """AI Core / vector core counts from the raw CANN info.json.{id} under the span (only
+    that small file is read; the raw data beside it is not)."""
+    dev = ctx.profile.meta.device_id
+    paths = sorted(glob.glob(os.path.join(ctx.span.root, "PROF_*", "device_*", "info.json.*")))
+    paths = [p for p in paths if re.search(r"info\.json\.\d+$", p)]
+    if dev is not None:  # this worker's device first
+        paths.sort(key=lambda p: not p.endswith(f"info.json.{dev}"))
+    for path in paths:
+        info = ctx.json(path, object_required=False, max_bytes=16 << 20)
+        if isinstance(info, dict) and set_core_counts(ctx.profile.meta, info, dev):
+            return
+
+
 def _read_metadata(ctx: _Ctx) -> None:
     path = os.path.join(ctx.span.root, "profiler_metadata.json")
     if not os.path.isfile(path):
@@ -391,7 +410,10 @@ def _read_kernels(ctx: _Ctx) -> None:
     cols = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
     out = pd.DataFrame(cols)
     used = set(C.resolve(df, C.KERNEL_DETAILS).values())
-    extra = {}
+    extra, na_cells, pmu_headers = C.read_pmu(df)
+    used |= pmu_headers
+    if na_cells:
+        ctx.profile.meta.pmu_na_cells = na_cells
     for c in df.columns:
         if c in used or c in C.KERNEL_TEXT_HEADERS:
             continue

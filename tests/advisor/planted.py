@@ -16,6 +16,8 @@ def config(producer="torch_npu", **knobs) -> g.Config:
                 seed=7001, host="plant", base_pid=4242)
     if producer == "kineto":
         base.update(task_queue=False, worker="plant-host_4242", layers=4)
+    else:  # every kernel bound by some pipe, Block Num a multiple of the cores (PMU rules quiet)
+        base.update(pmu="full")
     base.update(CLEAN)
     base.update(knobs)
     return g.Config(**base)

@@ -389,8 +389,8 @@ def test_kernels_variants(tmp_path, variant):
         assert list(k["input_shapes"]) == ["8,3;8,3", "8,3", ""]
         assert list(k["stream_id"].astype("object").where(k["stream_id"].notna(), None)) == [2, 2, None]
         # PMU columns kept as numeric extras; N/A -> NaN
-        assert k["aic_mac_time(us)"].tolist()[:2] == [1.5, 2.0]
-        assert np.isnan(k["aiv_vec_ratio"].iloc[0]) and k["aiv_vec_ratio"].iloc[1] == 0.5
+        assert k["pmu_aic_mac_time"].tolist()[:2] == [1.5, 2.0]
+        assert np.isnan(k["pmu_aiv_vec_ratio"].iloc[0]) and k["pmu_aiv_vec_ratio"].iloc[1] == 0.5
         assert "Task ID" not in k.columns
 
 

@@ -9,6 +9,7 @@ import { ErrorBox, Loading, Notice } from '../components/States';
 import { useAsync } from '../hooks';
 import { tableState, tableStatePatch } from './tableState';
 import { OpTypesSection } from './OpTypes';
+import { BOUND_CLASSES, BOUND_LABELS, boundFilter, counterColumns, hasCounters, pipeStackOption } from './kernelCounters';
 
 export const KERNEL_GROUPS = ['name', 'type', 'core'] as const;
 export const TOP_N_CHOICES = [5, 10, 15, 20, 30];
@@ -18,6 +19,8 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
   const groupBy = (KERNEL_GROUPS as readonly string[]).includes(filters['kernels.group']) ? filters['kernels.group'] : 'name';
   const topN = Number(filters['kernels.top']) > 0 ? Number(filters['kernels.top']) : 10;
   const step = filters['kernels.step'];
+  const bound = boundFilter(filters['kernels.bound']);
+  const showCounters = filters['kernels.pmu'] !== 'off';
   const pk = [profile.run, profile.worker, profile.span];
 
   const steps = useAsync((signal) => api.steps(profile, signal), pk);
@@ -26,6 +29,9 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
     (signal) => api.kernels(profile, 'name', { sort: '-total_us', limit: topN }, step, signal),
     [...pk, step, topN],
   );
+
+  const counters = hasCounters(byName.data);
+  const pipeChart = useMemo(() => (byName.data && counters ? pipeStackOption(byName.data.rows, topN) : null), [byName.data, counters, topN]);
 
   const total = byCore.data?.rows.reduce((a, r) => a + r.total_us, 0);
   const namePie = useMemo(
@@ -49,11 +55,12 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
     { key: 'min_us', label: 'Min', kind: 'duration' },
     { key: 'max_us', label: 'Max', kind: 'duration' },
     { key: 'wait_us', label: 'Wait', kind: 'duration', title: 'Time the task waited before it started' },
+    ...(counters && showCounters ? counterColumns() : []),
   ];
   const ns = `kernels.${groupBy}`;
   const ts = tableState(filters, ns);
   if (!ts.sort) ts.sort = '-total_us';
-  const params = profileParams(profile, { group_by: groupBy, step });
+  const params = profileParams(profile, { group_by: groupBy, step, bound });
 
   const stepIds = steps.data?.steps.map((s) => String(s.step)) ?? [];
   const noKernels = byCore.data && byCore.data.total_rows === 0 && !step;
@@ -91,6 +98,34 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
             {step && !stepIds.includes(step) && <option value={step}>Step {step}</option>}
           </select>
         </label>
+        {counters && (
+          <>
+            <label className="inline-field">
+              Bound
+              <select
+                data-testid="kernels-bound"
+                value={bound ?? ''}
+                onChange={(e) => setFilters({ 'kernels.bound': e.target.value || undefined, [`${ns}.page`]: undefined })}
+              >
+                <option value="">Any</option>
+                {BOUND_CLASSES.map((b) => (
+                  <option key={b} value={b}>
+                    {BOUND_LABELS[b]}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="inline-field">
+              <input
+                type="checkbox"
+                data-testid="kernels-counters-toggle"
+                checked={showCounters}
+                onChange={(e) => setFilters({ 'kernels.pmu': e.target.checked ? undefined : 'off' })}
+              />
+              Hardware counters
+            </label>
+          </>
+        )}
       </div>
       {noKernels ? (
         <Notice>This profile has no device kernels.</Notice>
@@ -118,14 +153,20 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
           </section>
         </div>
       )}
+      {pipeChart && (
+        <section className="card">
+          <h2>Pipe utilization of the top {topN} kernels</h2>
+          <Chart option={pipeChart} label="Pipe ratios by kernel" testId="chart-kernels-pipes" />
+        </section>
+      )}
       <section className="card">
         <h2>Kernels</h2>
         <DataTable<KernelRow>
           label="Kernels"
           testId="table-kernels"
           columns={columns}
-          deps={[...pk, groupBy, step]}
-          load={(q, signal) => api.kernels(profile, groupBy, q, step, signal)}
+          deps={[...pk, groupBy, step, bound, counters && showCounters]}
+          load={(q, signal) => api.kernels(profile, groupBy, q, step, signal, bound)}
           state={ts}
           onStateChange={(s) => setFilters(tableStatePatch(ns, s))}
           csvHref={(q) => csvUrl('kernels', { ...params, sort: q.sort, search: q.search })}
