@@ -1,0 +1,43 @@
+"""Agreement of our kineto numbers with torch-tb-profiler 0.4.3's committed answers.
+
+    PYTHONPATH=. python benchmarks/exactness/agreement.py [-v]
+
+Prints, per real trace and in total, the share of reference values we reproduce (counts
+exactly, times within 1 µs; see tests/exactness/compare.py), and with -v each difference.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, ROOT)
+
+from tests.exactness.compare import compare, ours, traces  # noqa: E402
+
+
+def main(argv=None) -> int:
+    verbose = "-v" in (argv if argv is not None else sys.argv[1:])
+    total_ok = total = 0
+    for trace, ref_path in traces():
+        with open(ref_path) as f:
+            ref = json.load(f)
+        rows = compare(ours(trace), ref)
+        ok = sum(r["ok"] for r in rows)
+        total_ok += ok
+        total += len(rows)
+        per_table = collections.Counter(r["table"] for r in rows if not r["ok"])
+        print(f"{os.path.relpath(trace, ROOT)}: {ok}/{len(rows)} = {100.0 * ok / max(len(rows), 1):.1f} %"
+              f"  differences: {dict(per_table)}")
+        if verbose:
+            for r in rows:
+                if not r["ok"]:
+                    print(f"   {r['table']} {r['key']!r} {r['field']}: ref {r['ref']} ours {r['ours']}")
+    print(f"total: {total_ok}/{total} = {100.0 * total_ok / max(total, 1):.2f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
