@@ -14,6 +14,16 @@ worker process runs) computes its tables; this script only copies them out, unro
   kernel_by_op: per (kernel name, op name): calls, total, min, max;
 - steps: per step of the overview breakdown: the step name and kernel, memcpy, memset,
   communication, runtime, dataloader, cpu_exec, other, total (µs).
+
+Two category names of newer kineto traces that 0.4.3 predates are taught to it before
+loading (`--pure` skips this; docs/exactness.md explains both):
+- cat `cuda_runtime` (kineto >= PyTorch 2.0 writes it instead of `Runtime`) is a runtime
+  event, as `runtime` is: without it 0.4.3 sees no launches on a PyTorch 2.x GPU trace
+  (no device time for any operator, no runtime in the step breakdown);
+- a `user_annotation` slice named `enumerate(DataLoader)#*.__next__` /
+  `enumerate(DataPipe)#*` (how PyTorch 2.x records the DataLoader) is a DataLoader range,
+  as 0.4.3's own step parser and operator-node factory already test for user annotations;
+  its event factory drops every user annotation first, so 0.4.3 counts that time as Other.
 Output: DIR/<trace file name without .pt.trace.json[.gz] / .json[.gz]>.json.
 """
 from __future__ import annotations
@@ -32,8 +42,35 @@ def _num(v):
     return v if math.isfinite(v) else None
 
 
-def answers(path: str) -> dict:
+def _teach_newer_categories() -> None:
+    from torch_tb_profiler.profiler import data as data_mod, trace
+
+    trace.EventTypeMap.setdefault("cuda_runtime", trace.EventTypes.RUNTIME)
+    original = trace.create_trace_event
+
+    def create_trace_event(event, is_pytorch_lightning):
+        name = event.get("name") or ""
+        if (str(event.get("cat", "")).lower() == "user_annotation"
+                and ((name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"))
+                     or name.startswith("enumerate(DataPipe)#"))):
+            return trace.OperatorEvent(trace.EventTypes.USER_ANNOTATION, event)
+        return original(event, is_pytorch_lightning)
+
+    def create_event(event, is_pytorch_lightning):
+        if event.get("ph") == "X":
+            return create_trace_event(event, is_pytorch_lightning)
+        return original_create_event(event, is_pytorch_lightning)
+
+    original_create_event = trace.create_event
+    trace.create_trace_event = create_trace_event
+    trace.create_event = create_event
+    data_mod.trace.create_event = create_event
+
+
+def answers(path: str, pure: bool = False) -> dict:
     import torch_tb_profiler
+    if not pure:
+        _teach_newer_categories()
     from torch_tb_profiler.profiler.data import RunProfileData
     from torch_tb_profiler.profiler.event_parser import ProfileRole
 
@@ -52,6 +89,7 @@ def answers(path: str) -> dict:
 
     out = {
         "trace": os.path.basename(path),
+        "newer_categories_taught": not pure,
         "producer": f"torch-tb-profiler {getattr(torch_tb_profiler, '__version__', '0.4.3')}",
         "has_kernel": bool(data.has_kernel),
         "has_runtime": bool(data.has_runtime),
@@ -101,10 +139,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--pure", action="store_true",
+                    help="plain 0.4.3, without the two newer category names")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     for path in args.traces:
-        doc = answers(path)
+        doc = answers(path, args.pure)
         dest = os.path.join(args.out, out_name(path))
         with open(dest, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)

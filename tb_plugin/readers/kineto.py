@@ -65,6 +65,12 @@ OP_CATS = {"cpu_op", "operator"}
 TREE_CATS = OP_CATS | {"user_annotation", "python"}
 NCCL_OPS = {"nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather",
             "nccl:reduce_scatter"}
+# Launch calls whose time torch-tb-profiler subtracts from the launching op's self time
+# (0.4.3 knows `runtime`; `cuda_runtime` is its PyTorch 2.x name). Driver calls
+# (`cuda_driver`) run inside runtime calls and are not subtracted again.
+OP_RUNTIME_CATS = {"runtime", "cuda_runtime", "mtia_runtime", "xpu_runtime",
+                   "privateuse1_runtime"}
+EXCLUDED_OPS = {"DataParallel.forward", "DistributedDataParallel.forward"}
 GLOO_OPS = {"gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather",
             "gloo:reduce_scatter"}
 
@@ -132,6 +138,12 @@ def _int_col(values) -> pd.arrays.IntegerArray:
                     dtype="Int64")
 
 
+def _external_ids(slices: pd.DataFrame) -> pd.arrays.IntegerArray:
+    """`External id` (ops, newer runtimes), else `external id` (2021-era runtimes/kernels)."""
+    upper, lower = _int_col(slices["a_ext"]), _int_col(slices["a_ext2"])
+    return pd.array(pd.Series(upper).fillna(pd.Series(lower)), dtype="Int64")
+
+
 def _read_trace(ctx: _Ctx) -> None:
     tt = read_trace(ctx, [ctx.span.root], extract_args=EXTRACT, extract_for=_extract_for)
     if tt is None:
@@ -158,8 +170,7 @@ def _read_trace(ctx: _Ctx) -> None:
         ctx.dev_kind = np.array([DEVICE_CATS.get(c, "") for c in ctx.cat_l], dtype=object)
         ctx.is_rt = np.array([c in RUNTIME_CATS for c in ctx.cat_l], dtype=bool)
         ctx.corr = _int_col(slices["a_corr"])
-        ctx.ext = _int_col([a if a is not None else b
-                            for a, b in zip(slices["a_ext"], slices["a_ext2"])])
+        ctx.ext = _external_ids(slices)
     is_dev = ctx.dev_kind != ""
     corr_keep = ctx.corr.copy()
     corr_keep[~(is_dev | ctx.is_rt)] = pd.NA
@@ -296,78 +307,136 @@ def _stack_text(v) -> str:
     return "\n".join(f.strip() for f in v.split(";") if f.strip())
 
 
+def _is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or \
+        name.startswith("enumerate(DataPipe)#")
+
+
+def _is_tree_node(cat: str, name: str) -> bool:
+    """A node of torch-tb-profiler's operator tree (see module docstring)."""
+    if cat in OP_CATS or cat == "python":
+        return True
+    return cat == "user_annotation" and (name.startswith("ProfilerStep#") or name in NCCL_OPS
+                                         or name in GLOO_OPS or _is_dataloader(name))
+
+
+def _is_listed_op(cat: str, name: str) -> bool:
+    """An operator of the operator table (torch-tb-profiler's `is_operator_node`)."""
+    return cat in OP_CATS and not name.startswith("ProfilerStep#") and \
+        not _is_dataloader(name) and not name.startswith("Optimizer.") and \
+        name not in EXCLUDED_OPS
+
+
 def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
     n = len(slices)
     if n == 0:
         return
-    is_tree = np.isin(cat_l, list(TREE_CATS))
-    is_op = np.isin(cat_l, list(OP_CATS)) & ~np.array(
-        [nm.startswith("ProfilerStep#") for nm in names], dtype=bool)
-    if not is_op.any():
+    is_node = np.array([_is_tree_node(c, nm) for c, nm in zip(cat_l, names)], dtype=bool)
+    if not (is_node & np.isin(cat_l, list(OP_CATS))).any():
         return
-    # Device time per correlation id.
+    ext = _external_ids(slices)
+    start_all = slices["start_ns"].to_numpy(np.int64)
+    dur_all = slices["dur_ns"].to_numpy(np.int64)
+    # Device time per correlation id, given to the (last) runtime call with that id.
     dev_dur: dict[int, int] = {}
-    if is_dev.any():
-        dc = corr[is_dev]
-        dd = slices["dur_ns"].to_numpy(np.int64)[is_dev]
-        for c, d in zip(dc, dd):
-            if c is not pd.NA:
-                dev_dur[int(c)] = dev_dur.get(int(c), 0) + int(d)
-    sel = np.nonzero(is_tree | is_rt)[0]
+    for c, d in zip(corr[is_dev], dur_all[is_dev]):
+        if c is not pd.NA:
+            dev_dur[int(c)] = dev_dur.get(int(c), 0) + int(d)
+    is_launch = np.isin(cat_l, list(OP_RUNTIME_CATS))
+    rt_idx = np.nonzero(is_launch)[0]
+    rt_idx = rt_idx[np.lexsort((slices["args_row"].to_numpy()[rt_idx], start_all[rt_idx]))]
+    last_rt_of_corr = {int(corr[j]): j for j in rt_idx if corr[j] is not pd.NA}
+    rt_by_ext: dict = {}
+    for j in rt_idx:
+        e = ext[j]
+        rt_by_ext.setdefault(None if e is pd.NA else int(e), []).append(int(j))
+
+    def rt_dev(j: int) -> int:
+        c = corr[j]
+        if c is pd.NA or last_rt_of_corr.get(int(c)) != j:
+            return 0
+        return dev_dur.get(int(c), 0)
+
+    sel = np.nonzero(is_node)[0]
     track = slices["track_id"].to_numpy()[sel]
-    start = slices["start_ns"].to_numpy(np.int64)[sel]
-    dur = slices["dur_ns"].to_numpy(np.int64)[sel]
-    # Order: track, start, longer first; runtimes after ops with the same start and dur.
-    rt_flag = is_rt[sel].astype(np.int8)
-    order = np.lexsort((rt_flag, -dur, start, track))
-    sel, track, start, dur, rt_flag = sel[order], track[order], start[order], dur[order], rt_flag[order]
-    m = len(sel)
-    child_dur = np.zeros(m, np.int64)
-    dev_self = np.zeros(m, np.int64)
-    parent = np.full(m, -1, np.int64)
-    corr_sel = corr[sel]
-    tl, sl, el = track.tolist(), start.tolist(), (start + dur).tolist()
+    start = start_all[sel]
+    end = start + dur_all[sel]
+    file_order = slices["args_row"].to_numpy()[sel]
+    # Launches go to the first node (in time order) with their External id, before the
+    # tree is built, as in torch-tb-profiler (a node later dropped still takes them).
+    runtimes: list[list[int]] = [[] for _ in range(len(sel))]
+    for i in np.lexsort((file_order, start)):
+        e = ext[sel[i]]
+        got = rt_by_ext.pop(None if e is pd.NA else int(e), None)
+        if got:
+            runtimes[i] = got
+    # One tree per track: nodes by (start, longer first, file order); a node that starts
+    # inside the open node but ends after it is dropped (torch-tb-profiler logs and skips it).
+    order = np.lexsort((file_order, -end, start, track))
+    children: list[list[int]] = [[] for _ in range(len(sel))]
+    roots: list[int] = []
+    kept = np.zeros(len(sel), bool)
+    sl, el, tl = start.tolist(), end.tolist(), track.tolist()
     stack: list[int] = []
     cur = None
-    for i in range(m):
-        t = tl[i]
-        if t != cur:
-            stack = []
-            cur = t
-        s = sl[i]
-        while stack and el[stack[-1]] <= s and el[stack[-1]] > sl[stack[-1]]:
+    for i in order.tolist():
+        if tl[i] != cur:
+            stack, cur = [], tl[i]
+        while stack and not sl[i] < el[stack[-1]]:
             stack.pop()
-        # A child must end inside its parent.
-        while stack and el[i] > el[stack[-1]]:
-            stack.pop()
-        if stack:
-            p = stack[-1]
-            parent[i] = p
-            child_dur[p] += el[i] - s
-        if rt_flag[i]:
-            c = corr_sel[i]
-            if c is not pd.NA and stack:
-                dev_self[stack[-1]] += dev_dur.get(int(c), 0)
-        else:
-            stack.append(i)
-    dev_total = dev_self.copy()
-    # Children always come after their parent in this order: accumulate backwards.
-    for i in range(m - 1, -1, -1):
-        p = parent[i]
-        if p >= 0 and not rt_flag[i]:
-            dev_total[p] += dev_total[i]
-    op_pos = np.nonzero(is_op[sel])[0]
-    rows = sel[op_pos]
+        if stack and el[i] > el[stack[-1]]:
+            continue
+        (children[stack[-1]] if stack else roots).append(i)
+        stack.append(i)
+        kept[i] = True
+    # Consecutive calls of the same operator (a node whose only child is an op of the same
+    # name) are one call: the child is merged into its parent, which takes the child's
+    # children and launches (torch.autograd.profiler's _remove_dup_nodes).
+    node_cat = cat_l[sel]
+    node_name = names[sel]
+    is_opcat = np.isin(node_cat, list(OP_CATS)) & ~np.array(
+        [nm.startswith("ProfilerStep#") for nm in node_name], dtype=bool)
+    todo = list(roots)
+    while todo:
+        i = todo.pop()
+        while len(children[i]) == 1:
+            c = children[i][0]
+            if not (is_opcat[i] and is_opcat[c] and node_name[i] == node_name[c]):
+                break
+            children[i], runtimes[i] = children[c], runtimes[c]
+            kept[c] = False
+        todo.extend(children[i])
+    # Times bottom-up: children always follow their parent in `order`.
+    self_host = np.zeros(len(sel), np.int64)
+    dev_self = np.zeros(len(sel), np.int64)
+    dev_total = np.zeros(len(sel), np.int64)
+    for i in order[::-1].tolist():
+        if not kept[i]:
+            continue
+        h = el[i] - sl[i]
+        d_self = 0
+        for j in runtimes[i]:
+            h -= int(dur_all[j])
+            d_self += rt_dev(j)
+        d_total = d_self
+        for c in children[i]:
+            h -= el[c] - sl[c]
+            d_total += int(dev_total[c])
+        self_host[i], dev_self[i], dev_total[i] = h, d_self, d_total
+    listed = kept & np.array([_is_listed_op(c, nm) for c, nm in zip(node_cat, node_name)],
+                             dtype=bool)
+    pos = np.nonzero(listed)[0]
+    rows = sel[pos]
     ops = pd.DataFrame({
         "name": names[rows],
         "input_shapes": [_shapes_text(v) for v in slices["a_dims"].to_numpy(dtype=object)[rows]],
         "call_stack": [_stack_text(v) for v in slices["a_stack"].to_numpy(dtype=object)[rows]],
-        "start_ns": start[op_pos],
-        "host_total_ns": dur[op_pos],
-        "host_self_ns": np.maximum(dur[op_pos] - child_dur[op_pos], 0),
-        "device_self_ns": dev_self[op_pos],
-        "device_total_ns": dev_total[op_pos],
-        "_track": track[op_pos],
+        "start_ns": start[pos],
+        "host_total_ns": end[pos] - start[pos],
+        "host_self_ns": self_host[pos],
+        "device_self_ns": dev_self[pos],
+        "device_total_ns": dev_total[pos],
+        "_track": track[pos],
     })
     ops = ops.sort_values(["start_ns", "_track"], kind="stable").drop(columns="_track")
     profile.set("operators", ops)

@@ -46,11 +46,26 @@ def ours(path: str) -> dict:
     return {
         "errors": list(prof.errors),
         "operators": {r["name"]: r for r in by_name.to_dict("records")},
-        "operators_by_shape": {(r["name"], r["input_shapes"] or "None"): r
-                               for r in by_shape.to_dict("records")},
+        "operators_by_shape": _by_shape(by_shape),
         "kernels": {r["name"]: r for r in ktab.to_dict("records")},
         "steps": {str(s["step"]): s for s in steps["steps"]},
     }
+
+
+def _by_shape(table) -> dict:
+    """(name, shapes) -> row. torch-tb-profiler files an op without `Input Dims` under "[]";
+    we keep such calls apart as "" ("no shapes recorded"): those rows are added to "[]"."""
+    out: dict = {}
+    for r in table.to_dict("records"):
+        key = (r["name"], r["input_shapes"] or "[]")
+        if key in out:
+            merged = dict(out[key])
+            for f in ("calls",) + OP_TIMES:
+                merged[f] = merged[f] + r[f]
+            out[key] = merged
+        else:
+            out[key] = r
+    return out
 
 
 def compare(mine: dict, ref: dict) -> list[dict]:
