@@ -19,16 +19,20 @@ kernels   one row per device event: lowercased cat `kernel` -> core_type/type "k
           digits), device_id = args.device (else pid). Step left NA (analysis assigns it).
           Extra columns: `correlation` (Int64) and `comm` (bool: kernel launched by an
           NCCL/Gloo collective op, matched on External id like torch-tb-profiler).
-operators one row per `cpu_op`/`operator` slice except `ProfilerStep#*`.
+operators one row per operator call as torch-tb-profiler 0.4.3 counts them (docs/exactness.md
+          has the definitions and the deliberate differences): a tree per thread of the
+          cpu_op/operator/python slices and the ProfilerStep/collective/DataLoader user
+          annotations (other user annotations are no nodes); a range ending after its
+          parent is dropped; a node whose only child is a same-name op absorbs it (one
+          call). Listed: op nodes except ProfilerStep, DataLoader, `Optimizer.*` and
+          (Distributed)DataParallel.forward.
           input_shapes: `Input Dims` rendered as JSON text, e.g. "[[8, 3], [64]]" (the same
           text as Python's str() of the list for integer dims; "" when absent).
           call_stack: `Call stack` frames split on ";" and joined with "\\n".
-          host_total_ns = dur; host_self_ns = dur - sum(dur of direct children), children
-          being the op-tree nodes nested on the same thread (ops, user annotations,
-          ProfilerStep, runtime calls) like torch-tb-profiler's `fill_stats`;
-          device_self_ns = sum of device events (kernel/memcpy/memset) whose launching
-          runtime call (matched on `correlation`) has this op as its innermost enclosing
-          tree node; device_total_ns adds all descendants.
+          host_total_ns = dur; host_self_ns = dur - children's dur - dur of the runtime
+          calls (OP_RUNTIME_CATS) whose External id is the op's (the first node with it);
+          device_self_ns = device events (kernel/memcpy/memset) with those runtime calls'
+          correlation ids; device_total_ns adds the children's device totals.
 memory_records
           `[memory]` instants: component "PyTorch", device "GPU:{id}" (Device Type 1) or
           "CPU" (0), allocated/reserved = Total Allocated/Total Reserved in MB. Traces before
