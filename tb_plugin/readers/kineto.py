@@ -136,6 +136,13 @@ def _int_or_none(v):
 
 
 def _int_col(values) -> pd.arrays.IntegerArray:
+    if isinstance(values, pd.Series) and values.dtype.kind in "iuf":
+        # Numeric column (the usual case): vectorised, same result as the per-value path.
+        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        ok = np.isfinite(arr) & (arr >= -2.0 ** 63) & (arr < 2.0 ** 63)
+        out = pd.array(np.where(ok, arr, 0).astype(np.int64), dtype="Int64")
+        out[~ok] = pd.NA
+        return out
     ints = (_int_or_none(v) for v in values)
     # An id beyond int64 (a damaged number) is missing, not an overflow of the whole column.
     return pd.array([i if i is not None and -2 ** 63 <= i < 2 ** 63 else None for i in ints],
@@ -258,8 +265,8 @@ def _read_kernels(ctx: _Ctx) -> None:
 
 def _read_operators(ctx: _Ctx) -> None:
     if ctx.trace is not None:
-        _operators(ctx.profile, ctx.trace.slices, ctx.cat_l, ctx.names, ctx.is_rt,
-                   ctx.dev_kind != "", ctx.corr)
+        _operators(ctx.profile, ctx.trace.slices, ctx.cat_l, ctx.names, ctx.dev_kind != "",
+                   ctx.corr, ctx.ext)
 
 
 def _read_memory(ctx: _Ctx) -> None:
@@ -331,35 +338,42 @@ def _is_listed_op(cat: str, name: str) -> bool:
         name not in EXCLUDED_OPS
 
 
-def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
+def _operators(profile, slices, cat_l, names, is_dev, corr, ext) -> None:
     n = len(slices)
     if n == 0:
         return
-    is_node = np.array([_is_tree_node(c, nm) for c, nm in zip(cat_l, names)], dtype=bool)
+    # Per-name tests only on the few user annotations; the rest is decided by the category.
+    is_node = np.isin(cat_l, list(OP_CATS | {"python"}))
+    ua = np.nonzero(cat_l == "user_annotation")[0]
+    is_node[ua] = [_is_tree_node("user_annotation", nm) for nm in names[ua]]
     if not (is_node & np.isin(cat_l, list(OP_CATS))).any():
         return
-    ext = _external_ids(slices)
+    missing = np.iinfo(np.int64).min
+    ext = ext.to_numpy(dtype=np.int64, na_value=missing).tolist()
+    corr_l = corr.to_numpy(dtype=np.int64, na_value=missing).tolist()
     start_all = slices["start_ns"].to_numpy(np.int64)
     dur_all = slices["dur_ns"].to_numpy(np.int64)
+    dur_l = dur_all.tolist()
     # Device time per correlation id, given to the (last) runtime call with that id.
     dev_dur: dict[int, int] = {}
-    for c, d in zip(corr[is_dev], dur_all[is_dev]):
-        if c is not pd.NA:
-            dev_dur[int(c)] = dev_dur.get(int(c), 0) + int(d)
+    for j in np.nonzero(is_dev)[0].tolist():
+        c = corr_l[j]
+        if c != missing:
+            dev_dur[c] = dev_dur.get(c, 0) + dur_l[j]
     is_launch = np.isin(cat_l, list(OP_RUNTIME_CATS))
     rt_idx = np.nonzero(is_launch)[0]
     rt_idx = rt_idx[np.lexsort((slices["args_row"].to_numpy()[rt_idx], start_all[rt_idx]))]
-    last_rt_of_corr = {int(corr[j]): j for j in rt_idx if corr[j] is not pd.NA}
+    rt_list = rt_idx.tolist()
+    last_rt_of_corr = {corr_l[j]: j for j in rt_list if corr_l[j] != missing}
     rt_by_ext: dict = {}
-    for j in rt_idx:
-        e = ext[j]
-        rt_by_ext.setdefault(None if e is pd.NA else int(e), []).append(int(j))
+    for j in rt_list:
+        rt_by_ext.setdefault(ext[j], []).append(j)
 
     def rt_dev(j: int) -> int:
-        c = corr[j]
-        if c is pd.NA or last_rt_of_corr.get(int(c)) != j:
+        c = corr_l[j]
+        if c == missing or last_rt_of_corr.get(c) != j:
             return 0
-        return dev_dur.get(int(c), 0)
+        return dev_dur.get(c, 0)
 
     sel = np.nonzero(is_node)[0]
     track = slices["track_id"].to_numpy()[sel]
@@ -369,9 +383,9 @@ def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
     # Launches go to the first node (in time order) with their External id, before the
     # tree is built, as in torch-tb-profiler (a node later dropped still takes them).
     runtimes: list[list[int]] = [[] for _ in range(len(sel))]
-    for i in np.lexsort((file_order, start)):
-        e = ext[sel[i]]
-        got = rt_by_ext.pop(None if e is pd.NA else int(e), None)
+    sel_l = sel.tolist()
+    for i in np.lexsort((file_order, start)).tolist():
+        got = rt_by_ext.pop(ext[sel_l[i]], None)
         if got:
             runtimes[i] = got
     # One tree per track: nodes by (start, longer first, file order); a node that starts
@@ -379,7 +393,7 @@ def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
     order = np.lexsort((file_order, -end, start, track))
     children: list[list[int]] = [[] for _ in range(len(sel))]
     roots: list[int] = []
-    kept = np.zeros(len(sel), bool)
+    kept = [False] * len(sel)
     sl, el, tl = start.tolist(), end.tolist(), track.tolist()
     stack: list[int] = []
     cur = None
@@ -398,38 +412,40 @@ def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
     # children and launches (torch.autograd.profiler's _remove_dup_nodes).
     node_cat = cat_l[sel]
     node_name = names[sel]
-    is_opcat = np.isin(node_cat, list(OP_CATS)) & ~np.array(
-        [nm.startswith("ProfilerStep#") for nm in node_name], dtype=bool)
+    is_opcat = (np.isin(node_cat, list(OP_CATS)) & ~np.array(
+        [nm.startswith("ProfilerStep#") for nm in node_name], dtype=bool)).tolist()
+    node_name_l = node_name.tolist()
     todo = list(roots)
     while todo:
         i = todo.pop()
         while len(children[i]) == 1:
             c = children[i][0]
-            if not (is_opcat[i] and is_opcat[c] and node_name[i] == node_name[c]):
+            if not (is_opcat[i] and is_opcat[c] and node_name_l[i] == node_name_l[c]):
                 break
             children[i], runtimes[i] = children[c], runtimes[c]
             kept[c] = False
         todo.extend(children[i])
     # Times bottom-up: children always follow their parent in `order`.
-    self_host = np.zeros(len(sel), np.int64)
-    dev_self = np.zeros(len(sel), np.int64)
-    dev_total = np.zeros(len(sel), np.int64)
+    self_host = [0] * len(sel)
+    dev_self = [0] * len(sel)
+    dev_total = [0] * len(sel)
     for i in order[::-1].tolist():
         if not kept[i]:
             continue
         h = el[i] - sl[i]
         d_self = 0
         for j in runtimes[i]:
-            h -= int(dur_all[j])
+            h -= dur_l[j]
             d_self += rt_dev(j)
         d_total = d_self
         for c in children[i]:
             h -= el[c] - sl[c]
-            d_total += int(dev_total[c])
+            d_total += dev_total[c]
         self_host[i], dev_self[i], dev_total[i] = h, d_self, d_total
-    listed = kept & np.array([_is_listed_op(c, nm) for c, nm in zip(node_cat, node_name)],
-                             dtype=bool)
-    pos = np.nonzero(listed)[0]
+    listed = [k and _is_listed_op(c, nm) for k, c, nm in zip(kept, node_cat, node_name_l)]
+    pos = np.nonzero(np.array(listed, dtype=bool))[0]
+    self_host, dev_self, dev_total = (np.array(a, dtype=np.int64)
+                                      for a in (self_host, dev_self, dev_total))
     rows = sel[pos]
     ops = pd.DataFrame({
         "name": names[rows],
