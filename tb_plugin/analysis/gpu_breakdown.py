@@ -31,6 +31,9 @@ Reference: pytorch/kineto `tb_plugin/torch_tb_profiler/profiler/event_parser.py`
   launched < 80 % of the previous step's count) are dropped.
 * total_ns = end_ns - start_ns; the bd_ columns sum to it.
 
+Checked against torch-tb-profiler 0.4.3's own answers on the real traces (tests/exactness/);
+docs/exactness.md lists the definitions and the deliberate differences.
+
 Deliberate deviation: `gpu_user_annotation` slices (GPU-side copies of record_function
 ranges in newer kineto) are ignored; upstream maps them like host user annotations, which
 would count GPU time as cpu_exec and duplicate ProfilerStep windows.
