@@ -16,7 +16,9 @@ Reference: pytorch/kineto `tb_plugin/torch_tb_profiler/profiler/event_parser.py`
                privateuse1_runtime;
   dataloader   operator/user_annotation slices named `enumerate(DataLoader)#*.__next__` or
                `enumerate(DataPipe)#*`;
-  cpu_exec     other cpu_op / operator / user_annotation / python slices (not ProfilerStep);
+  cpu_exec     other cpu_op / operator / python slices (not ProfilerStep); user_annotation
+               slices (record_function ranges) are not CPU exec: torch-tb-profiler drops
+               them, so the part of them no op covers is Other;
   other        the rest of the step window.
 * Each instant of a step is attributed to the highest-priority activity active then:
   kernel > memcpy > memset > communication > runtime > dataloader > cpu_exec > other.
@@ -28,6 +30,9 @@ Reference: pytorch/kineto `tb_plugin/torch_tb_profiler/profiler/event_parser.py`
   step end); and trailing steps that launched no device event (or the last one if it
   launched < 80 % of the previous step's count) are dropped.
 * total_ns = end_ns - start_ns; the bd_ columns sum to it.
+
+Checked against torch-tb-profiler 0.4.3's own answers on the real traces (tests/exactness/);
+docs/exactness.md lists the definitions and the deliberate differences.
 
 Deliberate deviation: `gpu_user_annotation` slices (GPU-side copies of record_function
 ranges in newer kineto) are ignored; upstream maps them like host user annotations, which
@@ -113,7 +118,11 @@ def step_breakdown(profile: Profile) -> pd.DataFrame:
     is_dl = is_opish & np.array([bool(_DATALOADER.match(n)) for n in names], dtype=bool)
     is_step = is_opish & is_stepname
     is_comm_op = is_hostop & ~is_dl & ~is_step & np.isin(names, list(COMM_OPS))
-    is_cpu = is_hostop & ~is_dl & ~is_step & ~is_comm_op
+    # torch-tb-profiler drops user annotations (record_function ranges such as
+    # `Optimizer.step#SGD.step`) except ProfilerStep, collectives and the DataLoader: the
+    # ops inside them are CPU exec, the rest of their time is Other.
+    is_annotation = cats == "user_annotation"
+    is_cpu = is_hostop & ~is_dl & ~is_step & ~is_comm_op & ~is_annotation
 
     k_type = kernels["core_type"].astype("string").fillna("").to_numpy(dtype=object)
     k_start = kernels["start_ns"].to_numpy(np.int64)

@@ -3,7 +3,9 @@ call stacks of one group.
 
 Definitions:
 - One *call* is one row of the `operators` table: one framework operator instance, at every
-  nesting level (an op called inside another op is counted in both names' groups).
+  nesting level (an op called inside another op is counted in both names' groups). For
+  kineto the reader builds these rows as torch-tb-profiler 0.4.3 does (same-name nested
+  calls are one call, launch calls are not self time; docs/exactness.md).
 - host_self_us / host_total_us: summed host (CPU) self / total time of the calls; self time
   excludes child operators, total includes them. As in the PyTorch profiler, a total time is
   summed over every call, so an op that recursively calls itself counts nested time twice.

@@ -19,16 +19,20 @@ kernels   one row per device event: lowercased cat `kernel` -> core_type/type "k
           digits), device_id = args.device (else pid). Step left NA (analysis assigns it).
           Extra columns: `correlation` (Int64) and `comm` (bool: kernel launched by an
           NCCL/Gloo collective op, matched on External id like torch-tb-profiler).
-operators one row per `cpu_op`/`operator` slice except `ProfilerStep#*`.
+operators one row per operator call as torch-tb-profiler 0.4.3 counts them (docs/exactness.md
+          has the definitions and the deliberate differences): a tree per thread of the
+          cpu_op/operator/python slices and the ProfilerStep/collective/DataLoader user
+          annotations (other user annotations are no nodes); a range ending after its
+          parent is dropped; a node whose only child is a same-name op absorbs it (one
+          call). Listed: op nodes except ProfilerStep, DataLoader, `Optimizer.*` and
+          (Distributed)DataParallel.forward.
           input_shapes: `Input Dims` rendered as JSON text, e.g. "[[8, 3], [64]]" (the same
           text as Python's str() of the list for integer dims; "" when absent).
           call_stack: `Call stack` frames split on ";" and joined with "\\n".
-          host_total_ns = dur; host_self_ns = dur - sum(dur of direct children), children
-          being the op-tree nodes nested on the same thread (ops, user annotations,
-          ProfilerStep, runtime calls) like torch-tb-profiler's `fill_stats`;
-          device_self_ns = sum of device events (kernel/memcpy/memset) whose launching
-          runtime call (matched on `correlation`) has this op as its innermost enclosing
-          tree node; device_total_ns adds all descendants.
+          host_total_ns = dur; host_self_ns = dur - children's dur - dur of the runtime
+          calls (OP_RUNTIME_CATS) whose External id is the op's (the first node with it);
+          device_self_ns = device events (kernel/memcpy/memset) with those runtime calls'
+          correlation ids; device_total_ns adds the children's device totals.
 memory_records
           `[memory]` instants: component "PyTorch", device "GPU:{id}" (Device Type 1) or
           "CPU" (0), allocated/reserved = Total Allocated/Total Reserved in MB. Traces before
@@ -65,6 +69,12 @@ OP_CATS = {"cpu_op", "operator"}
 TREE_CATS = OP_CATS | {"user_annotation", "python"}
 NCCL_OPS = {"nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather",
             "nccl:reduce_scatter"}
+# Launch calls whose time torch-tb-profiler subtracts from the launching op's self time
+# (0.4.3 knows `runtime`; `cuda_runtime` is its PyTorch 2.x name). Driver calls
+# (`cuda_driver`) run inside runtime calls and are not subtracted again.
+OP_RUNTIME_CATS = {"runtime", "cuda_runtime", "mtia_runtime", "xpu_runtime",
+                   "privateuse1_runtime"}
+EXCLUDED_OPS = {"DataParallel.forward", "DistributedDataParallel.forward"}
 GLOO_OPS = {"gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather",
             "gloo:reduce_scatter"}
 
@@ -126,10 +136,23 @@ def _int_or_none(v):
 
 
 def _int_col(values) -> pd.arrays.IntegerArray:
+    if isinstance(values, pd.Series) and values.dtype.kind in "iuf":
+        # Numeric column (the usual case): vectorised, same result as the per-value path.
+        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        ok = np.isfinite(arr) & (arr >= -2.0 ** 63) & (arr < 2.0 ** 63)
+        out = pd.array(np.where(ok, arr, 0).astype(np.int64), dtype="Int64")
+        out[~ok] = pd.NA
+        return out
     ints = (_int_or_none(v) for v in values)
     # An id beyond int64 (a damaged number) is missing, not an overflow of the whole column.
     return pd.array([i if i is not None and -2 ** 63 <= i < 2 ** 63 else None for i in ints],
                     dtype="Int64")
+
+
+def _external_ids(slices: pd.DataFrame) -> pd.arrays.IntegerArray:
+    """`External id` (ops, newer runtimes), else `external id` (2021-era runtimes/kernels)."""
+    upper, lower = _int_col(slices["a_ext"]), _int_col(slices["a_ext2"])
+    return pd.array(pd.Series(upper).fillna(pd.Series(lower)), dtype="Int64")
 
 
 def _read_trace(ctx: _Ctx) -> None:
@@ -158,8 +181,7 @@ def _read_trace(ctx: _Ctx) -> None:
         ctx.dev_kind = np.array([DEVICE_CATS.get(c, "") for c in ctx.cat_l], dtype=object)
         ctx.is_rt = np.array([c in RUNTIME_CATS for c in ctx.cat_l], dtype=bool)
         ctx.corr = _int_col(slices["a_corr"])
-        ctx.ext = _int_col([a if a is not None else b
-                            for a, b in zip(slices["a_ext"], slices["a_ext2"])])
+        ctx.ext = _external_ids(slices)
     is_dev = ctx.dev_kind != ""
     corr_keep = ctx.corr.copy()
     corr_keep[~(is_dev | ctx.is_rt)] = pd.NA
@@ -243,8 +265,8 @@ def _read_kernels(ctx: _Ctx) -> None:
 
 def _read_operators(ctx: _Ctx) -> None:
     if ctx.trace is not None:
-        _operators(ctx.profile, ctx.trace.slices, ctx.cat_l, ctx.names, ctx.is_rt,
-                   ctx.dev_kind != "", ctx.corr)
+        _operators(ctx.profile, ctx.trace.slices, ctx.cat_l, ctx.names, ctx.dev_kind != "",
+                   ctx.corr, ctx.ext)
 
 
 def _read_memory(ctx: _Ctx) -> None:
@@ -296,78 +318,145 @@ def _stack_text(v) -> str:
     return "\n".join(f.strip() for f in v.split(";") if f.strip())
 
 
-def _operators(profile, slices, cat_l, names, is_rt, is_dev, corr) -> None:
+def _is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or \
+        name.startswith("enumerate(DataPipe)#")
+
+
+def _is_tree_node(cat: str, name: str) -> bool:
+    """A node of torch-tb-profiler's operator tree (see module docstring)."""
+    if cat in OP_CATS or cat == "python":
+        return True
+    return cat == "user_annotation" and (name.startswith("ProfilerStep#") or name in NCCL_OPS
+                                         or name in GLOO_OPS or _is_dataloader(name))
+
+
+def _is_listed_op(cat: str, name: str) -> bool:
+    """An operator of the operator table (torch-tb-profiler's `is_operator_node`)."""
+    return cat in OP_CATS and not name.startswith("ProfilerStep#") and \
+        not _is_dataloader(name) and not name.startswith("Optimizer.") and \
+        name not in EXCLUDED_OPS
+
+
+def _operators(profile, slices, cat_l, names, is_dev, corr, ext) -> None:
     n = len(slices)
     if n == 0:
         return
-    is_tree = np.isin(cat_l, list(TREE_CATS))
-    is_op = np.isin(cat_l, list(OP_CATS)) & ~np.array(
-        [nm.startswith("ProfilerStep#") for nm in names], dtype=bool)
-    if not is_op.any():
+    # Per-name tests only on the few user annotations; the rest is decided by the category.
+    is_node = np.isin(cat_l, list(OP_CATS | {"python"}))
+    ua = np.nonzero(cat_l == "user_annotation")[0]
+    is_node[ua] = [_is_tree_node("user_annotation", nm) for nm in names[ua]]
+    if not (is_node & np.isin(cat_l, list(OP_CATS))).any():
         return
-    # Device time per correlation id.
+    missing = np.iinfo(np.int64).min
+    ext = ext.to_numpy(dtype=np.int64, na_value=missing).tolist()
+    corr_l = corr.to_numpy(dtype=np.int64, na_value=missing).tolist()
+    start_all = slices["start_ns"].to_numpy(np.int64)
+    dur_all = slices["dur_ns"].to_numpy(np.int64)
+    dur_l = dur_all.tolist()
+    # Device time per correlation id, given to the (last) runtime call with that id.
     dev_dur: dict[int, int] = {}
-    if is_dev.any():
-        dc = corr[is_dev]
-        dd = slices["dur_ns"].to_numpy(np.int64)[is_dev]
-        for c, d in zip(dc, dd):
-            if c is not pd.NA:
-                dev_dur[int(c)] = dev_dur.get(int(c), 0) + int(d)
-    sel = np.nonzero(is_tree | is_rt)[0]
+    for j in np.nonzero(is_dev)[0].tolist():
+        c = corr_l[j]
+        if c != missing:
+            dev_dur[c] = dev_dur.get(c, 0) + dur_l[j]
+    is_launch = np.isin(cat_l, list(OP_RUNTIME_CATS))
+    rt_idx = np.nonzero(is_launch)[0]
+    rt_idx = rt_idx[np.lexsort((slices["args_row"].to_numpy()[rt_idx], start_all[rt_idx]))]
+    rt_list = rt_idx.tolist()
+    last_rt_of_corr = {corr_l[j]: j for j in rt_list if corr_l[j] != missing}
+    rt_by_ext: dict = {}
+    for j in rt_list:
+        rt_by_ext.setdefault(ext[j], []).append(j)
+
+    def rt_dev(j: int) -> int:
+        c = corr_l[j]
+        if c == missing or last_rt_of_corr.get(c) != j:
+            return 0
+        return dev_dur.get(c, 0)
+
+    sel = np.nonzero(is_node)[0]
     track = slices["track_id"].to_numpy()[sel]
-    start = slices["start_ns"].to_numpy(np.int64)[sel]
-    dur = slices["dur_ns"].to_numpy(np.int64)[sel]
-    # Order: track, start, longer first; runtimes after ops with the same start and dur.
-    rt_flag = is_rt[sel].astype(np.int8)
-    order = np.lexsort((rt_flag, -dur, start, track))
-    sel, track, start, dur, rt_flag = sel[order], track[order], start[order], dur[order], rt_flag[order]
-    m = len(sel)
-    child_dur = np.zeros(m, np.int64)
-    dev_self = np.zeros(m, np.int64)
-    parent = np.full(m, -1, np.int64)
-    corr_sel = corr[sel]
-    tl, sl, el = track.tolist(), start.tolist(), (start + dur).tolist()
+    start = start_all[sel]
+    end = start + dur_all[sel]
+    file_order = slices["args_row"].to_numpy()[sel]
+    # Launches go to the first node (in time order) with their External id, before the
+    # tree is built, as in torch-tb-profiler (a node later dropped still takes them).
+    runtimes: list[list[int]] = [[] for _ in range(len(sel))]
+    sel_l = sel.tolist()
+    for i in np.lexsort((file_order, start)).tolist():
+        got = rt_by_ext.pop(ext[sel_l[i]], None)
+        if got:
+            runtimes[i] = got
+    # One tree per track: nodes by (start, longer first, file order); a node that starts
+    # inside the open node but ends after it is dropped (torch-tb-profiler logs and skips it).
+    order = np.lexsort((file_order, -end, start, track))
+    children: list[list[int]] = [[] for _ in range(len(sel))]
+    roots: list[int] = []
+    kept = [False] * len(sel)
+    sl, el, tl = start.tolist(), end.tolist(), track.tolist()
     stack: list[int] = []
     cur = None
-    for i in range(m):
-        t = tl[i]
-        if t != cur:
-            stack = []
-            cur = t
-        s = sl[i]
-        while stack and el[stack[-1]] <= s and el[stack[-1]] > sl[stack[-1]]:
+    for i in order.tolist():
+        if tl[i] != cur:
+            stack, cur = [], tl[i]
+        while stack and not sl[i] < el[stack[-1]]:
             stack.pop()
-        # A child must end inside its parent.
-        while stack and el[i] > el[stack[-1]]:
-            stack.pop()
-        if stack:
-            p = stack[-1]
-            parent[i] = p
-            child_dur[p] += el[i] - s
-        if rt_flag[i]:
-            c = corr_sel[i]
-            if c is not pd.NA and stack:
-                dev_self[stack[-1]] += dev_dur.get(int(c), 0)
-        else:
-            stack.append(i)
-    dev_total = dev_self.copy()
-    # Children always come after their parent in this order: accumulate backwards.
-    for i in range(m - 1, -1, -1):
-        p = parent[i]
-        if p >= 0 and not rt_flag[i]:
-            dev_total[p] += dev_total[i]
-    op_pos = np.nonzero(is_op[sel])[0]
-    rows = sel[op_pos]
+        if stack and el[i] > el[stack[-1]]:
+            continue
+        (children[stack[-1]] if stack else roots).append(i)
+        stack.append(i)
+        kept[i] = True
+    # Consecutive calls of the same operator (a node whose only child is an op of the same
+    # name) are one call: the child is merged into its parent, which takes the child's
+    # children and launches (torch.autograd.profiler's _remove_dup_nodes).
+    node_cat = cat_l[sel]
+    node_name = names[sel]
+    is_opcat = (np.isin(node_cat, list(OP_CATS)) & ~np.array(
+        [nm.startswith("ProfilerStep#") for nm in node_name], dtype=bool)).tolist()
+    node_name_l = node_name.tolist()
+    todo = list(roots)
+    while todo:
+        i = todo.pop()
+        while len(children[i]) == 1:
+            c = children[i][0]
+            if not (is_opcat[i] and is_opcat[c] and node_name_l[i] == node_name_l[c]):
+                break
+            children[i], runtimes[i] = children[c], runtimes[c]
+            kept[c] = False
+        todo.extend(children[i])
+    # Times bottom-up: children always follow their parent in `order`.
+    self_host = [0] * len(sel)
+    dev_self = [0] * len(sel)
+    dev_total = [0] * len(sel)
+    for i in order[::-1].tolist():
+        if not kept[i]:
+            continue
+        h = el[i] - sl[i]
+        d_self = 0
+        for j in runtimes[i]:
+            h -= dur_l[j]
+            d_self += rt_dev(j)
+        d_total = d_self
+        for c in children[i]:
+            h -= el[c] - sl[c]
+            d_total += dev_total[c]
+        self_host[i], dev_self[i], dev_total[i] = h, d_self, d_total
+    listed = [k and _is_listed_op(c, nm) for k, c, nm in zip(kept, node_cat, node_name_l)]
+    pos = np.nonzero(np.array(listed, dtype=bool))[0]
+    self_host, dev_self, dev_total = (np.array(a, dtype=np.int64)
+                                      for a in (self_host, dev_self, dev_total))
+    rows = sel[pos]
     ops = pd.DataFrame({
         "name": names[rows],
         "input_shapes": [_shapes_text(v) for v in slices["a_dims"].to_numpy(dtype=object)[rows]],
         "call_stack": [_stack_text(v) for v in slices["a_stack"].to_numpy(dtype=object)[rows]],
-        "start_ns": start[op_pos],
-        "host_total_ns": dur[op_pos],
-        "host_self_ns": np.maximum(dur[op_pos] - child_dur[op_pos], 0),
-        "device_self_ns": dev_self[op_pos],
-        "device_total_ns": dev_total[op_pos],
-        "_track": track[op_pos],
+        "start_ns": start[pos],
+        "host_total_ns": end[pos] - start[pos],
+        "host_self_ns": self_host[pos],
+        "device_self_ns": dev_self[pos],
+        "device_total_ns": dev_total[pos],
+        "_track": track[pos],
     })
     ops = ops.sort_values(["start_ns", "_track"], kind="stable").drop(columns="_track")
     profile.set("operators", ops)

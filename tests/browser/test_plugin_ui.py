@@ -232,6 +232,19 @@ def test_gpu_kernels_use_cuda_kernel_types(page, server):
     screenshot(page, "kernels_gpu")
 
 
+def test_kineto_views_say_whose_definitions_they_follow(page, server):
+    """docs/exactness.md: kineto Operators/Overview name torch-tb-profiler; NPU views do not."""
+    for view, tid in (("operators", "operators-definitions"), ("overview", "overview-definitions")):
+        open_view(page, server, view, run=GPU_RUN)
+        label = page.locator(f'[data-testid="{tid}"]')
+        label.wait_for()
+        assert "torch-tb-profiler 0.4.3" in label.inner_text()
+        open_view(page, server, view, run=NPU_RUN)
+        page.locator(f'[data-testid="view-{view}"]').wait_for()
+        page.locator('[data-testid="table-operators"], [data-testid="table-steps"]').first.wait_for()
+        assert page.locator(f'[data-testid="{tid}"]').count() == 0
+
+
 def test_memory_curves_peaks_and_range_selection(page, server):
     prof = open_view(page, server, "memory")
     mem = server.api("memory", **prof)

@@ -51,7 +51,10 @@ def test_every_fixture_run_loads_with_its_producer(tb):
                 "msprof_paddle": "msprof", "kineto_gpu": "kineto", "bad_input": "torch_npu",
                 "real/mindinsight_msprof_cann63": "msprof", "real/kineto_resnet50_w0": "kineto",
                 "real/hta_alexnet": "kineto", "real/hta_cpu_only": "kineto",
-                "real/mindspore_legacy_run1": "mindspore_legacy"}
+                "real/mindspore_legacy_run1": "mindspore_legacy",
+                "real/torch213_cnn": "kineto", "real/torch213_transformer": "kineto",
+                "real/torch213_dataloader_w0": "kineto", "real/torch213_dataloader_w2": "kineto",
+                "real/torch213_multithread": "kineto"}
     assert set(expected) <= set(runs)
     for name, producer in expected.items():
         assert runs[name]["state"] == "ready", (name, runs[name])

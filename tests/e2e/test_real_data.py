@@ -41,7 +41,9 @@ def _resnet_events():
 def test_every_real_run_is_discovered_and_loads(tb):
     runs = {r["name"]: r for r in tb.get("runs")["runs"]}
     assert {"kineto_resnet50_w0", "hta_alexnet", "hta_cpu_only",
-            "mindinsight_msprof_cann63"} <= set(runs)
+            "mindinsight_msprof_cann63", "torch213_cnn", "torch213_transformer",
+            "torch213_dataloader_w0", "torch213_dataloader_w2",
+            "torch213_multithread"} <= set(runs)
     for name, r in runs.items():
         assert r["state"] in ("ready", "error"), name
         assert r["progress"] == 1.0

@@ -14,7 +14,7 @@ import { tableState, tableStatePatch } from './tableState';
 /** Rows fetched for the pies: enough for any real profile's distinct operator names. */
 const PIE_FETCH_LIMIT = 100000;
 
-export function OperatorsView({ profile, filters, setFilters }: ViewProps) {
+export function OperatorsView({ profile, worker, filters, setFilters }: ViewProps) {
   const groupBy = filters['operators.group'] === 'name_shape' ? 'name_shape' : 'name';
   const topN = Number(filters['operators.top']) > 0 ? Number(filters['operators.top']) : 10;
   const selName = filters['operators.op'];
@@ -99,6 +99,14 @@ export function OperatorsView({ profile, filters, setFilters }: ViewProps) {
       )}
       <section className="card">
         <h2>Operators</h2>
+        {worker.producer === 'kineto' && (
+          <p className="muted" data-testid="operators-definitions">
+            Calls, host and device times as torch-tb-profiler 0.4.3 counts them (launch calls are not
+            self time; DataLoader and Optimizer ranges are not listed). Calls without recorded input
+            shapes form their own group here, where torch-tb-profiler files them under “[]”
+            (docs/exactness.md).
+          </p>
+        )}
         <DataTable<OperatorRow>
           label="Operators"
           testId="table-operators"

@@ -60,6 +60,13 @@ export function OverviewView({ profile, worker, filters, setFilters }: ViewProps
         <div className="grid-2">
           <section className="card wide">
             <h2>Step time breakdown</h2>
+            {worker.producer === 'kineto' && (
+              <p className="muted" data-testid="overview-definitions">
+                torch-tb-profiler 0.4.3’s priority rule (kernel › memcpy › memset › communication › runtime ›
+                DataLoader › CPU exec › other). Unlike it, PyTorch 2.x `cuda_runtime` launches count as
+                runtime and user-annotation DataLoader ranges as DataLoader (docs/exactness.md).
+              </p>
+            )}
             <Chart option={barOpt!} label="Step time breakdown per step" testId="chart-steps" height={340} />
           </section>
           <section className="card">
