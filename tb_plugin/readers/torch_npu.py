@@ -49,6 +49,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
     profiler_step_windows
 from . import SpanSource
 from . import columns as C
+from . import sqlite_export
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, to_int64, us_text_to_ns
 
@@ -133,15 +134,22 @@ class _Ctx(ReadContext):
 def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
           stage: str = "all") -> Profile:
     ctx = _Ctx(span, work_dir, dialect)
+    db_timeline = sqlite_export.read_framework_db_timeline
     if stage == "trace":
-        return run_steps(ctx, [_read_trace])
+        return run_steps(ctx, [_read_trace, db_timeline])
+    # SQLite exports fill what the text output lacks (text first, docs/formats.md §2.20).
     steps = [
-        _read_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
-        _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix, _check_any_data, _finish_meta,
+        _read_info, _read_metadata, _read_trace, db_timeline, _read_kernels, _read_operators,
+        _read_steps, _read_memory_records, _read_memory_allocations, _read_module_memory,
+        _read_communication, _read_communication_matrix, sqlite_export.read_framework_db,
+        _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
+        steps.remove(db_timeline)
+        ctx.profile.meta.trace_deferred = True
+    elif stage == "views" and _trace_file(ctx) is None and sqlite_export.has_framework_db(ctx):
+        steps.remove(db_timeline)  # the db's timeline is read in the second stage
         ctx.profile.meta.trace_deferred = True
     return run_steps(ctx, steps)
 
