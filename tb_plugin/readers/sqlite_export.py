@@ -395,6 +395,10 @@ def _steps(db: DbFile, windows, device_id) -> pd.DataFrame | None:
     out["start_ns"] = np.zeros(len(out), np.int64)
     out["end_ns"] = np.zeros(len(out), np.int64)
     if windows is not None and len(windows):
+        if (out["step"] == 0).all() and not (windows["step"] == 0).any():
+            # One whole-run row (MindSpore): the window covering every step.
+            windows = pd.DataFrame({"step": [0], "start_ns": [windows["start_ns"].min()],
+                                    "end_ns": [windows["end_ns"].max()]})
         w = windows.set_index("step")
         out["start_ns"] = out["step"].map(w["start_ns"]).fillna(0).astype(np.int64)
         out["end_ns"] = out["step"].map(w["end_ns"]).fillna(0).astype(np.int64)
@@ -690,6 +694,19 @@ def _step_of(values: pd.Series) -> pd.array:
     return pd.to_numeric(text, errors="coerce").astype("Int64")
 
 
+_P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
+
+
+def _kinds(kind: pd.Series | None, names: pd.Series) -> np.ndarray:
+    """The db's collective / p2p, else from the op name (as the JSON reader does)."""
+    by_name = np.where(names.fillna("").astype(str).str.lower().str.startswith(_P2P_PREFIXES),
+                       "p2p", "collective")
+    if kind is None:
+        return by_name
+    given = kind.fillna("").astype(str).to_numpy()
+    return np.where(given != "", given, by_name)
+
+
 def _communication_ops(db: DbFile) -> pd.DataFrame | None:
     t = db.select("CommAnalyzerTime", D.COMM_ANALYZER_TIME)
     if t is None:
@@ -699,7 +716,7 @@ def _communication_ops(db: DbFile) -> pd.DataFrame | None:
         "step": _step_of(t["step"]) if "step" in t else pd.array([pd.NA] * len(t), "Int64"),
         "name": t["name"].astype(str),
         "group": t["group"].fillna("").astype(str) if "group" in t else "",
-        "kind": t["kind"].fillna("collective").astype(str) if "kind" in t else "collective",
+        "kind": _kinds(t.get("kind"), t["name"]),
         "start_ns": us_text_to_ns([None if v is None or v != v else str(float(v))
                                    for v in t.get("start_us", pd.Series([None] * len(t)))]),
     })
@@ -731,6 +748,11 @@ def _communication_links(db: DbFile) -> pd.DataFrame | None:
     key = np.where(group != "", op + "@" + group, op)
     aggregate = pd.Series(key).str.contains(r"-total(?:@|$)|^total$", regex=True)
     op_name = m["op_name"].fillna("").astype(str) if "op_name" in m else pd.Series([""] * len(m))
+    # Without the db's op_name: the entry itself, unless it is an aggregate row (JSON reader).
+    op_name = op_name.where(op_name != "", np.where(aggregate, "", op))
+    kind = _kinds(m.get("kind"), op_name)
+    kind = np.where((m["kind"].fillna("") == "").to_numpy() if "kind" in m else True,
+                    np.where(op_name == "", "", kind), kind)
     return pd.DataFrame({
         "step": _step_of(m["step"]) if "step" in m else pd.array([pd.NA] * len(m), "Int64"),
         "op": key,
@@ -742,7 +764,7 @@ def _communication_links(db: DbFile) -> pd.DataFrame | None:
         "bandwidth_gbps": m.get("bandwidth_gbps"),
         "op_name": op_name,
         "group": group,
-        "kind": m["kind"].fillna("").astype(str) if "kind" in m else "",
+        "kind": kind,
         "aggregate": aggregate.to_numpy(),
     })
 
