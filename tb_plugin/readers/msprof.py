@@ -67,6 +67,7 @@ from ..model import MSPROF_STEP_CATEGORIES, Profile, ProfileMeta, category_names
 from ..natural_sort import natural_key
 from . import SpanSource
 from . import columns as C
+from . import sqlite_export
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, us_text_to_ns
 
@@ -124,7 +125,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
     return run_steps(_Ctx(span, work_dir), [
         _read_layout, _read_info, _read_trace, _read_kernels, _read_steps,
         _read_memory_records, _read_module_memory, _read_memory_allocations,
-        _read_communication, _read_communication_matrix,
+        _read_communication, _read_communication_matrix, sqlite_export.read_msprof_db,
     ])
 
 

@@ -965,3 +965,19 @@ def read_framework_db_timeline(ctx) -> None:
         read_timeline(ctx, source)
     finally:
         source.close()
+
+
+def read_msprof_db(ctx) -> None:
+    """msprof reader step: `PROF_*/msprof_{ts}.db` (+ `analyze/communication_analyzer.db`)
+    for the tables and the timeline the text export did not give."""
+    main, _ = find_db_files(ctx.span.root, "msprof")
+    side = os.path.join(ctx.span.root, "analyze", D.DB_FILES["msprof"][1])
+    side = side if os.path.isfile(side) else None
+    if main is None and side is None:
+        return
+    source = DbSource(ctx, main, side, ctx.device_id)
+    try:
+        read_views(ctx, source)
+        read_timeline(ctx, source)
+    finally:
+        source.close()
