@@ -125,6 +125,17 @@ NPU_MODULE_MEM = _table(
     ("device_id", ("deviceId",), "int"),
 )
 
+# NPU_MEM: app / device memory samples (bytes); msprof's npu_mem CSV names the two "APP" and
+# "Device".
+NPU_MEM = _table(
+    ("component", ("type",), "str", REQUIRED),
+    ("ddr_mb", ("ddr",), "bytes"),
+    ("hbm_mb", ("hbm",), "bytes"),
+    ("ts_ns", ("timestampNs",), "ns", REQUIRED),
+    ("device_id", ("deviceId",), "int"),
+)
+NPU_MEM_COMPONENTS = {"app": "APP", "device": "Device"}
+
 ENUM_MODULE = _table(("id", ("id",), "int", REQUIRED), ("name", ("name",), "text", REQUIRED))
 
 RANK_DEVICE_MAP = _table(("rank", ("rankId",), "int", REQUIRED),

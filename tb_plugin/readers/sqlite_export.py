@@ -30,7 +30,8 @@ operators PYTORCH_API rows of type op (no ProfilerStep#), call stacks from
           PYTORCH_CALLCHAINS (frames by stackDepth, "\\n"-separated); host total = end -
           start, host self = total - direct children (same thread); device self = the
           kernels linked by CONNECTION_IDS, device total = self + descendants.
-memory    MEMORY_RECORD, OP_MEMORY (bytes -> MiB / KB), NPU_MODULE_MEM (+ ENUM_MODULE names).
+memory    MEMORY_RECORD (else NPU_MEM: reserved = ddr + hbm), OP_MEMORY (bytes -> MiB / KB),
+          NPU_MODULE_MEM (+ ENUM_MODULE names).
 communication  analysis.db CommAnalyzerTime / CommAnalyzerBandwidth / CommAnalyzerMatrix.
 timeline  tracks Python (PYTORCH_API by globalTid), CANN (CANN_API), Ascend Hardware
           (TASK by stream), Communication (COMMUNICATION_OP by group); flows async_npu
@@ -316,6 +317,8 @@ def read_views(ctx, source: DbSource) -> None:
                 p.set("operators", ops, keep_extra=True)
         if _needs(ctx, "memory_records"):
             df = source.guarded("main", _memory_records, source.device_id)
+            if df is None or len(df) == 0:
+                df = source.guarded("main", _npu_memory, source.device_id)
             if df is not None and len(df):
                 p.set("memory_records", df)
         if _needs(ctx, "memory_allocations"):
@@ -657,6 +660,21 @@ def _memory_records(db: DbFile, device_id) -> pd.DataFrame | None:
         df["device"] = _device_text(df.pop("device_id"))
     df["ts_ns"] = df["ts_ns"].astype(np.int64)
     return df
+
+
+def _npu_memory(db: DbFile, device_id) -> pd.DataFrame | None:
+    """NPU_MEM samples as memory curves: reserved = ddr + hbm (msprof's npu_mem memory)."""
+    df = db.select("NPU_MEM", D.NPU_MEM, *_device_filter(db, "NPU_MEM", device_id))
+    if df is None or len(df) == 0:
+        return None
+    comp = df["component"].fillna("").astype(str)
+    reserved = df.get("ddr_mb", 0).fillna(0) + df.get("hbm_mb", 0).fillna(0)
+    out = pd.DataFrame({"component": comp.map(lambda c: D.NPU_MEM_COMPONENTS.get(c.lower(), c)),
+                        "ts_ns": df["ts_ns"].astype(np.int64),
+                        "reserved_mb": reserved.to_numpy(dtype=np.float64)})
+    if "device_id" in df:
+        out["device"] = _device_text(df["device_id"])
+    return out
 
 
 def _memory_allocations(db: DbFile, device_id) -> pd.DataFrame | None:
