@@ -3,6 +3,7 @@ answer every view with the same numbers; the committed db fixture runs load; a l
 truncated db is a per-file error that clears once the file changes."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -126,3 +127,64 @@ def test_timeline_from_db_has_the_text_slices(tb):
             starts = lambda body: sorted((h["name"], h["start_us"], h["dur_us"])  # noqa: E731
                                          for h in body["hits"])
             assert a["total"] and starts(b) and set(starts(b)) <= set(starts(a)), q
+
+
+def _wait(predicate, timeout=90):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError("condition not reached in time")
+
+
+def test_locked_and_truncated_dbs_are_errors_and_retried_when_changed(tmp_path):
+    logdir = tmp_path / "logs"
+    shutil.copytree(os.path.join(FIXTURES, "sqlite_torch_npu_db"), str(logdir / "run"))
+    dbs = sorted(glob_dbs(str(logdir)))
+    assert [os.path.basename(p) for p in dbs] == ["ascend_pytorch_profiler_0.db",
+                                                  "ascend_pytorch_profiler_1.db"]
+    truncated, locked = dbs
+    with open(truncated, "rb") as fh:
+        whole = fh.read()
+    with open(truncated, "wb") as fh:  # half-written
+        fh.write(whole[: len(whole) // 3])
+    holder = sqlite3.connect(locked, timeout=0)
+    holder.execute("BEGIN EXCLUSIVE")  # the writer still holds it
+    tb = TensorBoard(str(logdir)).start()
+    try:
+        runs = {r["name"]: r for r in tb.wait_loaded()["runs"]}
+        errors = {os.path.basename(e["path"]): e["message"] for e in runs["run"]["errors"]}
+        assert "database is locked" in errors["ascend_pytorch_profiler_1.db"]
+        assert "not a usable SQLite database" in errors["ascend_pytorch_profiler_0.db"] or \
+            "malformed" in errors["ascend_pytorch_profiler_0.db"]
+        assert runs["run"]["state"] == "ready"
+        # the rest of each span loads: analysis.db's steps
+        for w in ("rank0", "rank1"):
+            span = tb.get("run", run="run")["workers"][0]["spans"][0]
+            assert tb.get("steps", run="run", worker=w, span=span)["steps"]
+        # the writer finishes: the files change, the next scan reads them again
+        holder.execute("INSERT INTO META_DATA VALUES ('finished', '1')")
+        holder.commit()
+        holder.close()
+        with open(truncated, "wb") as fh:
+            fh.write(whole)
+        _wait(lambda: next((r for r in tb.get("runs")["runs"] if r["name"] == "run"
+                            and r["state"] == "ready" and r["errors"] == []), None))
+        db = sqlite3.connect(locked)
+        n = db.execute("SELECT (SELECT COUNT(*) FROM COMPUTE_TASK_INFO) + "
+                       "(SELECT COUNT(*) FROM COMMUNICATION_OP)").fetchone()[0]
+        db.close()
+        span = tb.get("run", run="run")["workers"][1]["spans"][0]
+        rows = tb.get("kernels", run="run", worker="rank1", span=span, group_by="name")["rows"]
+        assert sum(r["calls"] for r in rows) == n
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            holder.close()
+        tb.stop()
+
+
+def glob_dbs(root):
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+            if f.startswith("ascend_pytorch_profiler")]
