@@ -91,10 +91,13 @@ COMPUTE_TASK_INFO = _table(
     ("wait_ns", ("waitNs",), "ns"),
 )
 
+# Newer CANN adds timestampNs: a globalTaskId can be reused by several TASK rows, and the
+# PMU rows of one run of it are those whose time falls in that TASK's [startNs, endNs].
 TASK_PMU_INFO = _table(
     ("global_task_id", ("globalTaskId",), "int", REQUIRED),
     ("metric", ("name",), "str", REQUIRED),
     ("value", ("value",), "real", REQUIRED),
+    ("timestamp_ns", ("timestampNs",), "ns"),
 )
 
 COMMUNICATION_OP = _table(

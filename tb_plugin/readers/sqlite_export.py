@@ -461,9 +461,10 @@ def _kernels(db: DbFile, windows, device_id) -> pd.DataFrame | None:
                f'JOIN COMPUTE_TASK_INFO c ON c."{info["global_task_id"]}" = '
                f't."{task["global_task_id"]}" {" ".join(joins)} {where}')
         df = db.query(sql, {n: k for _, n, k in proj}, params)
-        pmu = _pmu(db)
+        pmu = _pmu(db, df)
         if pmu is not None and len(pmu):
-            df = df.merge(pmu, on="global_task_id", how="left")
+            keys = [c for c in ("global_task_id", "start_ns") if c in pmu.columns]
+            df = df.merge(pmu, on=keys, how="left")
         frames.append(df)
     comm = db.usable("COMMUNICATION_OP", D.COMMUNICATION_OP)
     if comm is not None:
@@ -520,14 +521,22 @@ def _waits(df: pd.DataFrame) -> np.ndarray:
     return wait
 
 
-def _pmu(db: DbFile) -> pd.DataFrame | None:
-    """TASK_PMU_INFO (globalTaskId, metric, value) pivoted: one float column per metric."""
+def _pmu(db: DbFile, tasks: pd.DataFrame) -> pd.DataFrame | None:
+    """TASK_PMU_INFO (globalTaskId, metric, value) pivoted: one float column per metric, per
+    task (globalTaskId, and with timestampNs also the task run whose window holds it)."""
     if db.usable("TASK_PMU_INFO", D.TASK_PMU_INFO) is None:
         return None
     long = db.select("TASK_PMU_INFO", D.TASK_PMU_INFO)
     if len(long) == 0:
         return None
-    wide = long.pivot_table(index="global_task_id", columns="metric", values="value",
+    index = "global_task_id"
+    if "timestamp_ns" in long and long["timestamp_ns"].notna().any():
+        runs = tasks[["global_task_id", "start_ns", "end_ns"]]
+        long = long.merge(runs, on="global_task_id")
+        ts = long["timestamp_ns"]
+        long = long[(ts >= long["start_ns"]) & (ts <= long["end_ns"])]
+        index = ["global_task_id", "start_ns"]
+    wide = long.pivot_table(index=index, columns="metric", values="value",
                             aggfunc="first")
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index()

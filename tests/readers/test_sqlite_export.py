@@ -326,3 +326,23 @@ def test_open_is_read_only(tn):
             f.con.execute("CREATE TABLE x (a)")
     finally:
         f.close()
+
+
+def test_pmu_rows_matched_by_timestamp_when_task_ids_repeat(tmp_path):
+    """Newer CANN: one globalTaskId for several TASK runs; TASK_PMU_INFO.timestampNs says
+    which run a metric belongs to."""
+    span = _span_with_db(tmp_path, invalid_stream=False)
+    db = glob.glob(os.path.join(span.root, "*", "*.db"))[0]
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO TASK VALUES ('1717200000001400000', '1717200000001401000', 0, 9, "
+                "1, 3, 2)")
+    con.execute("INSERT INTO STRING_IDS VALUES (4, 'aic_mac_ratio')")
+    con.execute("CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER, value "
+                "NUMERIC, timestampNs INTEGER)")
+    con.execute("INSERT INTO TASK_PMU_INFO VALUES (1, 4, 0.25, 1717200000001333400), "
+                "(1, 4, 0.75, 1717200000001400500)")
+    con.commit()
+    con.close()
+    k = _read(span).table("kernels").sort_values("start_ns")
+    assert len(k) == 2
+    assert k["aic_mac_ratio"].tolist() == [0.25, 0.75]
