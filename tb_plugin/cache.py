@@ -33,7 +33,8 @@ from .model import FileError, Profile, ProfileMeta, table_path, write_table
 
 # Bump when readers or the model change what they store.
 # 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.
-VERSION = 2
+# 3: SQLite exports read (tables from *.db where the text output lacks them).
+VERSION = 3
 APP_DIR = "tensorboard-plugin-npu-profiler"
 META_FILE = "meta.json"
 
