@@ -708,7 +708,7 @@ def _module_memory(db: DbFile, device_id) -> pd.DataFrame | None:
         e = db.select("ENUM_MODULE", D.ENUM_MODULE)
         names = dict(zip(e["id"].astype(np.int64), e["name"].astype(str)))
     module = df["module"].astype("Int64")
-    df["component"] = [names.get(int(m), str(m)) if m is not pd.NA else "" for m in module]
+    df["component"] = module.map(names).fillna(module.astype("string")).fillna("").astype(str)
     df["reserved_mb"] = df["reserved_mb"].where(df["reserved_mb"] >= 0)
     if "device_id" in df:
         df["device"] = _device_text(df.pop("device_id"))
@@ -833,11 +833,10 @@ def _timeline(db: DbFile, ctx, device_id) -> None:
     def add(df, process, kind, thread_name, sort, dev, pid_col, tid_col):
         if df is None or len(df) == 0:
             return None
-        pairs = pd.DataFrame({"pid": pid_col, "tid": tid_col}).drop_duplicates()
-        ids = tracks_for(process, kind, pairs, thread_name, sort, dev)
-        lookup = {(p, t): i for p, t, i in zip(pairs["pid"], pairs["tid"], ids)}
-        track = np.fromiter((lookup[(p, t)] for p, t in zip(pid_col, tid_col)), np.int32,
-                            len(df))
+        rows = pd.DataFrame({"pid": pid_col, "tid": tid_col})
+        pairs = rows.drop_duplicates().reset_index(drop=True)
+        pairs["track"] = tracks_for(process, kind, pairs, thread_name, sort, dev)
+        track = rows.merge(pairs, on=["pid", "tid"], how="left")["track"].to_numpy(np.int32)
         start = df["start_ns"].astype(np.int64).to_numpy()
         parts.append(pd.DataFrame({"track_id": track, "start_ns": start,
                                    "dur_ns": np.maximum(df["end_ns"].astype(np.int64)

@@ -161,7 +161,8 @@ def _check_any_data(ctx: _Ctx) -> None:
         return
     dbs = sorted(glob.glob(os.path.join(ctx.base, "*.db")))
     if dbs:
-        ctx.error(dbs[0], "only SQLite export (export_type=db) found; text export needed")
+        ctx.error(dbs[0], "only SQLite export (export_type=db) found, and it holds none of the"
+                  " tables the views use")
     elif not os.path.isdir(ctx.base):
         ctx.error(ctx.span.root, f"no {OUTPUT_DIR} directory: the profile was not parsed"
                   " (run torch_npu.profiler.profiler.analyse on it)")

@@ -346,3 +346,17 @@ def test_pmu_rows_matched_by_timestamp_when_task_ids_repeat(tmp_path):
     k = _read(span).table("kernels").sort_values("start_ns")
     assert len(k) == 2
     assert k["aic_mac_ratio"].tolist() == [0.25, 0.75]
+
+
+def test_db_without_any_known_table_is_explained(tmp_path):
+    d = tmp_path / "logs" / "run" / "h_1_20240101000000000_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    d.mkdir(parents=True)
+    con = sqlite3.connect(str(d / "ascend_pytorch_profiler_3.db"))
+    con.execute("CREATE TABLE SOMETHING_ELSE (a)")
+    con.commit()
+    con.close()
+    span, = _spans(str(tmp_path / "logs"))
+    p = _read(span)
+    assert [(os.path.basename(e.path), e.message) for e in p.errors] == [
+        ("ascend_pytorch_profiler_3.db", "only SQLite export (export_type=db) found, and it "
+         "holds none of the tables the views use")]
