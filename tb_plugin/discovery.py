@@ -5,8 +5,9 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
 
 - torch_npu  `{worker}_{digits[.digits]}_ascend_pt/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
 - MindSpore  `{worker}_{digits}_ascend_ms/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
-- msprof     `PROF_{n}_{ts}_{id}/` with `mindstudio_profiler_output/` or `device_{N}/{summary,
-             timeline}/`; run = parent dir, worker = `device{N}`, span = the PROF timestamp.
+- msprof     `PROF_{n}_{ts}_{id}/` with `mindstudio_profiler_output/`, `device_{N}/{summary,
+             timeline}/` or a SQLite export `msprof_{ts}.db` (`MSPROF_DB`); run = parent dir,
+             worker = `device{N}`, span = the PROF timestamp.
              PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
 - kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
 - MindSpore ≤2.3 (MindInsight era) `profiler*/` holding flat `{kind}_{id}.*` files

@@ -51,6 +51,8 @@ communication_ops / communication_links  analyze/communication.json (ms -> ns; t
           communication_matrix.json.
 meta      producer "msprof", device "npu", device_id, rank (`rank_id` of info.json.{id}),
           versions, layout.
+SQLite export: `msprof_{ts}.db` in the PROF dir (+ `analyze/communication_analyzer.db`) fills
+the tables and the timeline the text export did not give (`sqlite_export.read_msprof_db`).
 op_statistic / api_statistic / communication_statistic are aggregates of the above and are
 not read. Every unreadable file adds a FileError; nothing raises.
 """

@@ -9,6 +9,9 @@ Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (docs/f
 - `_DIALECTS` holds per-producer facts (MindSpore's "MB" columns are KB/1000, its
   operator_details.csv has only Name/Input Shapes).
 
+SQLite exports (`*.db`, docs/formats.md §2.20) are read by `sqlite_export` steps after the
+text steps: they fill only the tables the text output did not give (text first).
+
 Normalizations (documented for the views):
 - `Input Shapes` (operator_details, kernel_details): the producer's text with the `;\\r\\n`
   separators turned into `;` and one trailing `;` removed: `"8,3,224,224;64,3,7,7"` —
