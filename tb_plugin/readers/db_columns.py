@@ -109,7 +109,6 @@ COMMUNICATION_OP = _table(
     ("op_id", ("opId",), "int"),
     ("type", ("opType",), "str"),
     ("device_id", ("deviceId",), "int"),
-    ("wait_ns", ("waitNs",), "ns"),
 )
 
 CANN_API = _table(

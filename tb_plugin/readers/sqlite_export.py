@@ -469,9 +469,9 @@ def _kernels(db: DbFile, windows, device_id) -> pd.DataFrame | None:
     comm = db.usable("COMMUNICATION_OP", D.COMMUNICATION_OP)
     if comm is not None:
         where, params = _device_filter(db, "COMMUNICATION_OP", device_id)
+        # (COMMUNICATION_OP.waitNs is HCCL's own wait, not the gap before the task: not read)
         df = db.select("COMMUNICATION_OP", D.COMMUNICATION_OP, where, params,
-                       ["name", "type", "start_ns", "end_ns", "connection_id", "device_id",
-                        "wait_ns"])
+                       ["name", "type", "start_ns", "end_ns", "connection_id", "device_id"])
         df["core_type"] = "COMMUNICATION"
         df["block_dim"] = pd.array([0] * len(df), dtype="Int64")
         frames.append(df)
