@@ -852,17 +852,17 @@ def _timeline(db: DbFile, ctx, device_id) -> None:
                          names=["start_ns", "end_ns", "global_tid", "connection_id", "name"])
         g = gtid(host)
         host_at = add(host, HOST_PROCESS, "host", lambda t: f"Thread {t}", 0, None,
-                      (g >> 32).tolist(), (g & 0xFFFFFFFF).tolist())
+                      g >> 32, g & 0xFFFFFFFF)
         if host_at is not None and "connection_id" in host:
             flows_src.append(("async_npu", host["connection_id"], host_at, True))
     if db.usable("CANN_API", D.CANN_API) is not None:
         cann = db.select("CANN_API", D.CANN_API)
         g = gtid(cann) if "global_tid" in cann else np.zeros(len(cann), np.int64)
         at = add(cann, CANN_PROCESS, "cann", lambda t: f"Thread {t}", 7, None,
-                 (g >> 32).tolist(), (g & 0xFFFFFFFF).tolist())
+                 g >> 32, g & 0xFFFFFFFF)
         if at is not None and "connection_id" in cann:
             flows_src.append(("HostToDevice", cann["connection_id"], at, False))
-    task_at = None
+    task_at, task_conn = None, None
     if db.usable("TASK", D.TASK) is not None:
         found = db.usable("TASK", D.TASK)
         info = db.usable("COMPUTE_TASK_INFO", D.COMPUTE_TASK_INFO)
@@ -888,10 +888,10 @@ def _timeline(db: DbFile, ctx, device_id) -> None:
                          kinds, params)
         if "name" not in tasks:
             tasks["name"] = ""
-        dev = tasks["device_id"].fillna(-1).astype(np.int64).tolist() if "device_id" in tasks \
-            else [device_id if device_id is not None else 0] * len(tasks)
-        stream = tasks["stream_id"].fillna(-1).astype(np.int64).tolist() if "stream_id" in \
-            tasks else [0] * len(tasks)
+        dev = tasks["device_id"].fillna(-1).astype(np.int64).to_numpy() if "device_id" in \
+            tasks else np.full(len(tasks), device_id if device_id is not None else 0, np.int64)
+        stream = tasks["stream_id"].fillna(-1).astype(np.int64).to_numpy() if "stream_id" in \
+            tasks else np.zeros(len(tasks), np.int64)
         task_at = add(tasks, DEVICE_PROCESS, "device", lambda s: f"Stream {s}", 14,
                       device_id, dev, stream)
         if task_at is not None and "connection_id" in tasks:
@@ -910,8 +910,7 @@ def _timeline(db: DbFile, ctx, device_id) -> None:
     slices = assign_depth(pd.concat(parts, ignore_index=True))
     tracks = pd.DataFrame(track_rows)
     tracks["device_id"] = tracks["device_id"].astype("Int64")
-    flows = _flows(db, flows_src, task_at, task_conn if task_at is not None and
-                   "connection_id" in tasks else None)
+    flows = _flows(db, flows_src, task_at, task_conn)
     ctx.set_trace_tables(tracks, slices, flows, pd.DataFrame())
 
 
