@@ -523,23 +523,52 @@ def _waits(df: pd.DataFrame) -> np.ndarray:
 
 def _pmu(db: DbFile, tasks: pd.DataFrame) -> pd.DataFrame | None:
     """TASK_PMU_INFO (globalTaskId, metric, value) pivoted: one float column per metric, per
-    task (globalTaskId, and with timestampNs also the task run whose window holds it)."""
-    if db.usable("TASK_PMU_INFO", D.TASK_PMU_INFO) is None:
+    task. The pivot is an SQL aggregate (one row per globalTaskId); with timestampNs (task ids
+    reused by several runs) the rows are matched to the run whose window holds them."""
+    found = db.usable("TASK_PMU_INFO", D.TASK_PMU_INFO)
+    if found is None:
         return None
-    long = db.select("TASK_PMU_INFO", D.TASK_PMU_INFO)
-    if len(long) == 0:
-        return None
-    index = "global_task_id"
-    if "timestamp_ns" in long and long["timestamp_ns"].notna().any():
+    if "timestamp_ns" in found and db.query(
+            f'SELECT COUNT(*) AS n FROM (SELECT 1 FROM TASK_PMU_INFO WHERE '
+            f'"{found["timestamp_ns"]}" IS NOT NULL LIMIT 1)', {"n": "int"})["n"].iloc[0]:
+        long = db.select("TASK_PMU_INFO", D.TASK_PMU_INFO)
         runs = tasks[["global_task_id", "start_ns", "end_ns"]]
         long = long.merge(runs, on="global_task_id")
         ts = long["timestamp_ns"]
         long = long[(ts >= long["start_ns"]) & (ts <= long["end_ns"])]
-        index = ["global_task_id", "start_ns"]
-    wide = long.pivot_table(index=index, columns="metric", values="value",
-                            aggfunc="first")
-    wide.columns = [str(c) for c in wide.columns]
-    return wide.reset_index()
+        if len(long) == 0:
+            return None
+        wide = long.pivot_table(index=["global_task_id", "start_ns"], columns="metric",
+                                values="value", aggfunc="first")
+        wide.columns = [str(c) for c in wide.columns]
+        return wide.reset_index()
+    joins: list[str] = []
+    metric_expr = db.project("TASK_PMU_INFO", D.TASK_PMU_INFO, "p", found, joins,
+                             ["metric"])[0][0]
+    raw = f'p."{found["metric"]}"'
+    metrics = db.query(f"SELECT DISTINCT {raw} AS raw, {metric_expr} AS metric FROM "
+                       f"TASK_PMU_INFO p {' '.join(joins)}", {"raw": "text", "metric": "text"})
+    if len(metrics) == 0:
+        return None
+    names = metrics["metric"].fillna("").astype(str).tolist()
+    keys = [_raw_key(k) for k in metrics["raw"].tolist()]
+    value = f'p."{found["value"]}"'
+    cols = ", ".join(f"MAX(CASE WHEN {raw} = ? THEN {value} END) AS m{i}"
+                     for i in range(len(keys)))
+    wide = db.query(f'SELECT p."{found["global_task_id"]}" AS global_task_id, {cols} FROM '
+                    f'TASK_PMU_INFO p GROUP BY p."{found["global_task_id"]}"',
+                    {"global_task_id": "int", **{f"m{i}": "real" for i in range(len(keys))}},
+                    tuple(keys))
+    wide.columns = ["global_task_id"] + names
+    return wide
+
+
+def _raw_key(text):
+    """A metric key read back as text: the integer STRING_IDS id again where it is one."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return text
 
 
 def _call_stacks(db: DbFile) -> pd.DataFrame | None:
