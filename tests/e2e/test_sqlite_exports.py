@@ -188,3 +188,18 @@ def test_locked_and_truncated_dbs_are_errors_and_retried_when_changed(tmp_path):
 def glob_dbs(root):
     return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
             if f.startswith("ascend_pytorch_profiler")]
+
+
+def test_advisor_runs_on_db_only_profiles(tb):
+    """The advisor reads the same tables: it answers for db-only runs without failures, with
+    the same findings as for the text render of the job."""
+    a = tb.get("advisor", run="tn_text")
+    b = tb.get("advisor", run="tn_db")
+    assert b["failed"] == [] and b["profiles"] == a["profiles"] == 2
+    fired_text = {r["rule"] for r in a["rules"] if r["fired"]}
+    fired_db = {r["rule"] for r in b["rules"] if r["fired"]}
+    assert fired_db == fired_text and fired_text
+    key = lambda f: (f["rule"], f["worker"], f["impact_us"], f["title"])  # noqa: E731
+    assert sorted(map(key, b["findings"])) == sorted(map(key, a["findings"]))
+    for run in ("committed/sqlite_mindspore_db", "committed/sqlite_msprof_db"):
+        assert tb.get("advisor", run=run)["failed"] == []
