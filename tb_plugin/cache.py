@@ -33,6 +33,9 @@ from .model import FileError, Profile, ProfileMeta, table_path, write_table
 
 # Bump when readers or the model change what they store.
 # 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.
+# 3: SQLite exports read (tables from *.db where the text output lacks them); PMU counters as
+#    pmu_* columns; kineto operators as torch-tb-profiler builds them; step phases, op-type
+#    statistics, AI CPU tasks, the MindSpore data pipeline tables.
 VERSION = 3
 APP_DIR = "tensorboard-plugin-npu-profiler"
 META_FILE = "meta.json"

@@ -5,8 +5,9 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
 
 - torch_npu  `{worker}_{digits[.digits]}_ascend_pt/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
 - MindSpore  `{worker}_{digits}_ascend_ms/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
-- msprof     `PROF_{n}_{ts}_{id}/` with `mindstudio_profiler_output/` or `device_{N}/{summary,
-             timeline}/`; run = parent dir, worker = `device{N}`, span = the PROF timestamp.
+- msprof     `PROF_{n}_{ts}_{id}/` with `mindstudio_profiler_output/`, `device_{N}/{summary,
+             timeline}/` or a SQLite export `msprof_{ts}.db` (`MSPROF_DB`); run = parent dir,
+             worker = `device{N}`, span = the PROF timestamp.
              PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
 - kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
 - MindSpore ≤2.3 (MindInsight era) `profiler*/` holding flat `{kind}_{id}.*` files
@@ -48,6 +49,8 @@ KINETO_FILE_LOOSE = re.compile(r"^(?P<worker>.+?)(?:_(?P<span>\d+))?_trace\.json
 SKIPPED_SUBDIRS = {"FRAMEWORK", "logs", "data", "sqlite", "mindstudio_profiler_log"}
 PROFILER_INFO = re.compile(r"^profiler_info(?:_(?P<rank>\d+))?\.json$")
 DEVICE_DIR = re.compile(r"^device_(?P<id>\d+)$")
+# CANN's SQLite export (`msprof --type=db`): a PROF_* dir with only this is a profile too.
+MSPROF_DB = re.compile(r"^msprof_\d+\.db$")
 # MindSpore <=2.3: MindInsight's PROFILER_DIRECTORY_REGEX, and the files that mark a span.
 LEGACY_MS_DIR = re.compile(r"^profiler")
 LEGACY_MS_MARKERS = [
@@ -348,7 +351,7 @@ def _add_msprof(logdir, parent, d, full, runs) -> None:
     except OSError:
         return
     devices = sorted(int(DEVICE_DIR.match(n).group("id")) for n in names if DEVICE_DIR.match(n))
-    has_output = "mindstudio_profiler_output" in names
+    has_output = "mindstudio_profiler_output" in names or any(MSPROF_DB.match(n) for n in names)
     usable = []
     for dev in devices:
         dd = os.path.join(full, f"device_{dev}")

@@ -57,8 +57,10 @@ step_phases  step_trace_*.csv (per iteration: gap, FP->BP, tail, each Reduce pai
 op_statistic / api_statistic  op_statistic_*.csv and api_statistic_*.csv as written
           (readers.statistics); communication_statistic is not read.
 kernels (AI CPU)  aicpu_*.csv tasks join the kernels with core_type AI_CPU unless op_summary
-          has AI_CPU kernels of that name (readers.statistics.add_aicpu). Every unreadable
-          file adds a FileError; nothing raises.
+          has AI_CPU kernels of that name (readers.statistics.add_aicpu).
+SQLite export: `msprof_{ts}.db` in the PROF dir (+ `analyze/communication_analyzer.db`) fills
+the tables and the timeline the text export did not give (`sqlite_export.read_msprof_db`).
+Every unreadable file adds a FileError; nothing raises.
 """
 from __future__ import annotations
 
@@ -73,6 +75,7 @@ from ..model import MSPROF_STEP_CATEGORIES, Profile, ProfileMeta, category_names
 from ..natural_sort import natural_key
 from . import SpanSource
 from . import columns as C
+from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .tolerant import to_float, us_text_to_ns
@@ -132,6 +135,7 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
         _read_layout, _read_info, _read_trace, _read_kernels, _read_steps,
         _read_memory_records, _read_module_memory, _read_memory_allocations,
         _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
+        sqlite_export.read_msprof_db,
     ])
 
 

@@ -9,6 +9,9 @@ Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (docs/f
 - `_DIALECTS` holds per-producer facts (MindSpore's "MB" columns are KB/1000, its
   operator_details.csv has only Name/Input Shapes).
 
+SQLite exports (`*.db`, docs/formats.md §2.20) are read by `sqlite_export` steps after the
+text steps: they fill only the tables the text output did not give (text first).
+
 Normalizations (documented for the views):
 - `Input Shapes` (operator_details, kernel_details): the producer's text with the `;\\r\\n`
   separators turned into `;` and one trailing `;` removed: `"8,3,224,224;64,3,7,7"` —
@@ -54,6 +57,7 @@ from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
 from . import SpanSource
 from . import columns as C
 from . import minddata
+from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .msprof import set_core_counts
@@ -142,16 +146,23 @@ class _Ctx(ReadContext):
 def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
           stage: str = "all") -> Profile:
     ctx = _Ctx(span, work_dir, dialect)
+    db_timeline = sqlite_export.read_framework_db_timeline
     if stage == "trace":
-        return run_steps(ctx, [_read_trace])
+        return run_steps(ctx, [_read_trace, db_timeline])
+    # SQLite exports fill what the text output lacks (text first, docs/formats.md §2.20).
     steps = [
-        _read_info, _read_device_info, _read_metadata, _read_trace, _read_kernels, _read_operators, _read_steps,
-        _read_memory_records, _read_memory_allocations, _read_module_memory,
-        _read_communication, _read_communication_matrix, _read_statistics, _read_aicpu,
-        _read_mindspore_operators, minddata.read_ascend_ms, _check_any_data, _finish_meta,
+        _read_info, _read_device_info, _read_metadata, _read_trace, db_timeline, _read_kernels,
+        _read_operators, _read_steps, _read_memory_records, _read_memory_allocations,
+        _read_module_memory, _read_communication, _read_communication_matrix, _read_statistics,
+        _read_aicpu, _read_mindspore_operators, sqlite_export.read_framework_db,
+        minddata.read_ascend_ms, _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
+        steps.remove(db_timeline)
+        ctx.profile.meta.trace_deferred = True
+    elif stage == "views" and _trace_file(ctx) is None and sqlite_export.has_framework_db(ctx):
+        steps.remove(db_timeline)  # the db's timeline is read in the second stage
         ctx.profile.meta.trace_deferred = True
     return run_steps(ctx, steps)
 
@@ -163,7 +174,8 @@ def _check_any_data(ctx: _Ctx) -> None:
         return
     dbs = sorted(glob.glob(os.path.join(ctx.base, "*.db")))
     if dbs:
-        ctx.error(dbs[0], "only SQLite export (export_type=db) found; text export needed")
+        ctx.error(dbs[0], "only SQLite export (export_type=db) found, and it holds none of the"
+                  " tables the views use")
     elif not os.path.isdir(ctx.base):
         ctx.error(ctx.span.root, f"no {OUTPUT_DIR} directory: the profile was not parsed"
                   " (run torch_npu.profiler.profiler.analyse on it)")
