@@ -113,6 +113,45 @@ STEP_TRACE_TIME = _table(
     ("preparing_ns", ("Preparing",), "us"),
 )
 
+# msprof-analyze cluster_analysis_output/cluster_step_trace_time.csv: the per-rank
+# step_trace_time.csv columns behind `Step, Type, Index` (rank rows: Index = rank id).
+CLUSTER_STEP_TRACE_TIME = {
+    **_table(("type", ("Type",), "text", REQUIRED), ("index", ("Index",), "text", REQUIRED)),
+    **{k: v for k, v in STEP_TRACE_TIME.items() if k != "device_id"},
+}
+# The same in cluster_analysis.db: table -> {model column: column names, preferred first}.
+CLUSTER_DB_COLUMNS = {
+    "ClusterStepTraceTime": {
+        "step": ("step",), "type": ("type",), "index": ("index",),
+        "bd_computing": ("computing",),
+        "bd_communication_not_overlapped": ("communication_not_overlapped",),
+        "bd_overlapped": ("overlapped",), "communication_ns": ("communication",),
+        "bd_free": ("free",), "stage_ns": ("stage",), "bubble_ns": ("bubble",),
+        "comm_not_overlapped_exclude_receive_ns":
+            ("communication_not_overlapped_and_exclude_receive",),
+        "preparing_ns": ("preparing",),
+    },
+    # ClusterCommAnalyzerTime (cluster analysis) / ClusterCommunicationTime (recipe); ms.
+    "time": {
+        "step": ("step",), "rank_id": ("rank_id",), "op": ("hccl_op_name",),
+        "group": ("group_name",), "start_us": ("start_timestamp",),
+        "elapse_ms": ("elapsed_time", "elapse_time"), "transit_ms": ("transit_time",),
+        "wait_ms": ("wait_time",), "sync_ms": ("synchronization_time",),
+        "idle_ms": ("idle_time",),
+    },
+    "bandwidth": {
+        "step": ("step",), "rank_id": ("rank_id",), "op": ("hccl_op_name",),
+        "group": ("group_name",), "band": ("band_type", "transport_type"),
+        "size_mb": ("transit_size",),
+    },
+    "matrix": {
+        "step": ("step",), "op": ("hccl_op_name",), "group": ("group_name",),
+        "src": ("src_rank",), "dst": ("dst_rank",), "size_mb": ("transit_size",),
+        "time_ms": ("transit_time",), "bandwidth": ("bandwidth",),
+        "transport": ("transport_type",),
+    },
+}
+
 MEMORY_RECORD = _table(
     ("component", ("Component",), "text", REQUIRED),
     ("ts_ns", ("Timestamp(us)",), "us", REQUIRED),
