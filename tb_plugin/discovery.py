@@ -487,6 +487,12 @@ KINETO_HEADER_KEYS = {"schemaVersion", "deviceProperties", "distributedInfo", "r
 KINETO_EVENT_HINT = re.compile(r'"cat"\s*:\s*"(?:cpu_op|kernel|cuda_runtime|python_function|'
                                r'user_annotation|gpu_memcpy|gpu_memset|cuda_driver)"'
                                r'|"ProfilerStep#\d+"')
+# Process names of an Ascend timeline (torch_npu's `export_chrome_trace`, msprof JSON):
+# such a trace is read by the generic reader, which knows these processes.
+ASCEND_PROCESS_HINT = re.compile(r'"name"\s*:\s*"(?:Ascend Hardware|CANN|AscendCL|HCCL|'
+                                 r'Overlap Analysis|Step Trace|NPU MEM)"')
+
+TRACE_EVENTS_LIST = re.compile(r'"traceEvents"\s*:\s*\[')
 
 _sniff_memo = None  # LRU (path, size, mtime_ns) -> "kineto" | "chrome_trace" | None
 
@@ -554,27 +560,33 @@ def _json_keys(text: str, depth_wanted: int, first_only: bool) -> list[str]:
 
 
 def sniff_trace(prefix: bytes) -> str | None:
-    """What a file's first bytes say it is: "kineto" (a kineto-shaped Chrome trace),
+    """What a file's first bytes say it is: "kineto" (a kineto-shaped Chrome trace: kineto
+    header keys, or kineto event categories / `ProfilerStep#` and no Ascend process name),
     "chrome_trace" (any other Chrome trace), or None (not a trace).
 
-    A trace is a JSON object with a top-level `traceEvents` key within the prefix (or a
-    kineto header: `schemaVersion` followed by kineto's own keys), or a JSON list whose
-    first element is an object with a `ph` key.
+    A trace is a JSON object with a top-level `traceEvents` key whose value is a list,
+    within the prefix (or a kineto header: `schemaVersion` followed by kineto's own keys,
+    which can outlast the prefix), or a JSON list whose first element is an object with a
+    `ph` key.
     """
     text = prefix.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     if text.startswith("{"):
         keys = _json_keys(text, 1, first_only=False)
         kineto_header = bool(keys) and keys[0] == "schemaVersion" and \
             any(k in KINETO_HEADER_KEYS for k in keys[1:])
-        if "traceEvents" not in keys and not kineto_header:
+        has_events = "traceEvents" in keys and TRACE_EVENTS_LIST.search(text) is not None
+        if not has_events and not kineto_header:
             return None
     elif text.startswith("["):
-        if "ph" not in _json_keys(text, 2, first_only=True):
+        if not text[1:].lstrip().startswith("{") or \
+                "ph" not in _json_keys(text, 2, first_only=True):
             return None
         keys = []
     else:
         return None
-    if any(k in KINETO_HEADER_KEYS for k in keys) or KINETO_EVENT_HINT.search(text):
+    if any(k in KINETO_HEADER_KEYS for k in keys):
+        return "kineto"
+    if KINETO_EVENT_HINT.search(text) and not ASCEND_PROCESS_HINT.search(text):
         return "kineto"
     return "chrome_trace"
 
