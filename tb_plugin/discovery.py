@@ -778,5 +778,8 @@ def _add_cluster_analysis(logdir: str, full: str, runs: dict[str, Run]) -> bool:
         w = run.workers[name] = Worker(name, "cluster_analysis", rank, "npu")
         w.spans[CLUSTER_SPAN] = SpanSource(logdir=logdir, run=run.name, worker=name,
                                            span=CLUSTER_SPAN, producer="cluster_analysis",
-                                           root=full, files=files, rank=rank)
+                                           root=full, files=files, rank=rank,
+                                           # the rank picks this worker's rows: it is part
+                                           # of the cache key, as msprof's device is
+                                           device_id=rank)
     return True

@@ -38,7 +38,8 @@ class SpanSource:
     files:    absolute paths of every input file the reader may use (discovery lists them so
               the cache key covers them); readers may still look inside `root`.
     device_id: for msprof, the `device_N` the worker stands for; for mindspore_legacy
-              (root = the `profiler*` dir), the `{id}` in the file names (None otherwise).
+              (root = the `profiler*` dir), the `{id}` in the file names; for
+              cluster_analysis (all ranks share root and files), the rank (None otherwise).
     """
 
     logdir: str
