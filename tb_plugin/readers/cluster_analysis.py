@@ -143,10 +143,12 @@ def _select(con: sqlite3.Connection, tables: tuple[str, ...], spec: dict, where:
         col = next((v for v in variants if v in cols), None)
         picks.append(f'"{col}" AS "{name}"' if col else f'NULL AS "{name}"')
     sql = f'SELECT {", ".join(picks)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    return pd.read_sql_query(sql, con, params=args)
+    rows = con.execute(sql, args).fetchall()
+    return pd.DataFrame(rows, columns=list(spec)) if rows else pd.DataFrame(
+        {name: pd.Series([], dtype=object) for name in spec})
 
 
-def _db_steps(ctx: _Ctx) -> pd.DataFrame | None:
+def _query_steps(ctx: _Ctx) -> pd.DataFrame | None:
     con = _connect(ctx)
     if con is None:
         return None
@@ -238,7 +240,7 @@ def _read_communication(ctx: _Ctx) -> None:
     ctx.profile.set("communication_ops", out)
 
 
-def _db_comm(ctx: _Ctx) -> list[dict]:
+def _query_comm(ctx: _Ctx) -> list[dict]:
     con = _connect(ctx)
     if con is None:
         return []
@@ -314,7 +316,7 @@ def _read_matrix(ctx: _Ctx) -> None:
     ctx.profile.set("communication_links", out, keep_extra=True)
 
 
-def _db_matrix(ctx: _Ctx) -> list[dict]:
+def _query_matrix(ctx: _Ctx) -> list[dict]:
     con = _connect(ctx)
     if con is None:
         return []
@@ -340,3 +342,20 @@ def _db_matrix(ctx: _Ctx) -> list[dict]:
                               s if d is None else d, r.transport, r.size_mb, r.time_ms,
                               r.bandwidth, has_total))
     return rows
+
+
+def _guarded(query, empty):
+    """A db query whose sqlite errors (locked, half-written, not a database, wrong schema)
+    become this file's error; the other tables still load."""
+    def run(ctx: _Ctx):
+        try:
+            return query(ctx)
+        except sqlite3.Error as exc:
+            ctx.error(os.path.join(ctx.base, DB), f"cannot read the database: {exc}")
+            return empty
+    return run
+
+
+_db_steps = _guarded(_query_steps, None)
+_db_comm = _guarded(_query_comm, [])
+_db_matrix = _guarded(_query_matrix, [])
