@@ -129,18 +129,19 @@ def _connect(ctx: _Ctx) -> sqlite3.Connection | None:
     return sqlite3.connect("file:" + os.path.abspath(p) + "?mode=ro", uri=True, timeout=2.0)
 
 
-def _select(con: sqlite3.Connection, tables: tuple[str, ...], spec: dict, where: str = "",
+def _select(con: sqlite3.Connection, tables: tuple[str, ...], spec: C.Table, where: str = "",
             args: tuple = ()) -> pd.DataFrame | None:
-    """The first of `tables` that exists, its columns named by `spec` (variants by
-    PRAGMA table_info), rows filtered by `where`; None when no table exists."""
+    """The first of `tables` that exists, its columns named by `spec` (a columns.py table:
+    the db column variants, found by PRAGMA table_info), rows filtered by `where`; None
+    when no table exists."""
     have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     table = next((t for t in tables if t in have), None)
     if table is None:
         return None
     cols = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
     picks = []
-    for name, variants in spec.items():
-        col = next((v for v in variants if v in cols), None)
+    for name, column in spec.items():
+        col = next((v for v in column.headers if v in cols), None)
         picks.append(f'"{col}" AS "{name}"' if col else f'NULL AS "{name}"')
     sql = f'SELECT {", ".join(picks)} FROM "{table}"' + (f" WHERE {where}" if where else "")
     rows = con.execute(sql, args).fetchall()
@@ -153,7 +154,7 @@ def _query_steps(ctx: _Ctx) -> pd.DataFrame | None:
     if con is None:
         return None
     try:
-        spec = C.CLUSTER_DB_COLUMNS["ClusterStepTraceTime"]
+        spec = C.CLUSTER_DB_STEP_TRACE
         df = _select(con, ("ClusterStepTraceTime",), spec, "lower(type) = 'rank'")
     finally:
         con.close()
@@ -161,8 +162,8 @@ def _query_steps(ctx: _Ctx) -> pd.DataFrame | None:
         return None
     out = pd.DataFrame({"type": df["type"], "index": df["index"],
                         "step": [_step_id(v) for v in df["step"]]})
-    for name in spec:
-        if name.endswith("_ns") or name.startswith("bd_"):
+    for name, column in spec.items():
+        if column.kind == "us":
             us = pd.to_numeric(df[name], errors="coerce").fillna(0.0).to_numpy(np.float64)
             out[name] = us_text_to_ns([repr(float(v)) for v in us])
     return out
@@ -246,10 +247,10 @@ def _query_comm(ctx: _Ctx) -> list[dict]:
         return []
     try:
         t = _select(con, ("ClusterCommAnalyzerTime", "ClusterCommunicationTime"),
-                    C.CLUSTER_DB_COLUMNS["time"], "rank_id = ? AND hccl_op_name != ?",
+                    C.CLUSTER_DB_COMM_TIME, "rank_id = ? AND hccl_op_name != ?",
                     (ctx.rank, TOTAL_OP))
         bw = _select(con, ("ClusterCommAnalyzerBandwidth", "ClusterCommunicationBandwidth"),
-                     C.CLUSTER_DB_COLUMNS["bandwidth"], "rank_id = ? AND hccl_op_name != ?",
+                     C.CLUSTER_DB_COMM_BANDWIDTH, "rank_id = ? AND hccl_op_name != ?",
                      (ctx.rank, TOTAL_OP))
     finally:
         con.close()
@@ -322,8 +323,8 @@ def _query_matrix(ctx: _Ctx) -> list[dict]:
         return []
     try:
         tables = ("ClusterCommAnalyzerMatrix", "ClusterCommunicationMatrix")
-        spec = C.CLUSTER_DB_COLUMNS["matrix"]
-        n_total = _select(con, tables, {"n": ("hccl_op_name",)}, "hccl_op_name = ?",
+        spec = C.CLUSTER_DB_MATRIX
+        n_total = _select(con, tables, {"op": spec["op"]}, "hccl_op_name = ? LIMIT 1",
                           (TOTAL_OP,))
         has_total = n_total is not None and len(n_total) > 0
         where = "CAST(src_rank AS INTEGER) = ?" + (" AND hccl_op_name = ?" if has_total else "")

@@ -119,38 +119,38 @@ CLUSTER_STEP_TRACE_TIME = {
     **_table(("type", ("Type",), "text", REQUIRED), ("index", ("Index",), "text", REQUIRED)),
     **{k: v for k, v in STEP_TRACE_TIME.items() if k != "device_id"},
 }
-# The same in cluster_analysis.db: table -> {model column: column names, preferred first}.
-CLUSTER_DB_COLUMNS = {
-    "ClusterStepTraceTime": {
-        "step": ("step",), "type": ("type",), "index": ("index",),
-        "bd_computing": ("computing",),
-        "bd_communication_not_overlapped": ("communication_not_overlapped",),
-        "bd_overlapped": ("overlapped",), "communication_ns": ("communication",),
-        "bd_free": ("free",), "stage_ns": ("stage",), "bubble_ns": ("bubble",),
-        "comm_not_overlapped_exclude_receive_ns":
-            ("communication_not_overlapped_and_exclude_receive",),
-        "preparing_ns": ("preparing",),
-    },
-    # ClusterCommAnalyzerTime (cluster analysis) / ClusterCommunicationTime (recipe); ms.
-    "time": {
-        "step": ("step",), "rank_id": ("rank_id",), "op": ("hccl_op_name",),
-        "group": ("group_name",), "start_us": ("start_timestamp",),
-        "elapse_ms": ("elapsed_time", "elapse_time"), "transit_ms": ("transit_time",),
-        "wait_ms": ("wait_time",), "sync_ms": ("synchronization_time",),
-        "idle_ms": ("idle_time",),
-    },
-    "bandwidth": {
-        "step": ("step",), "rank_id": ("rank_id",), "op": ("hccl_op_name",),
-        "group": ("group_name",), "band": ("band_type", "transport_type"),
-        "size_mb": ("transit_size",),
-    },
-    "matrix": {
-        "step": ("step",), "op": ("hccl_op_name",), "group": ("group_name",),
-        "src": ("src_rank",), "dst": ("dst_rank",), "size_mb": ("transit_size",),
-        "time_ms": ("transit_time",), "bandwidth": ("bandwidth",),
-        "transport": ("transport_type",),
-    },
-}
+# cluster_analysis.db (docs/formats.md §2.26): model column -> the db column names (as
+# "headers", preferred first, found by PRAGMA table_info) and the unit of its values.
+CLUSTER_DB_STEP_TRACE = _table(      # ClusterStepTraceTime; µs
+    ("step", ("step",), "text"), ("type", ("type",), "text"), ("index", ("index",), "text"),
+    ("bd_computing", ("computing",), "us"),
+    ("bd_communication_not_overlapped", ("communication_not_overlapped",), "us"),
+    ("bd_overlapped", ("overlapped",), "us"), ("communication_ns", ("communication",), "us"),
+    ("bd_free", ("free",), "us"), ("stage_ns", ("stage",), "us"), ("bubble_ns", ("bubble",), "us"),
+    ("comm_not_overlapped_exclude_receive_ns",
+     ("communication_not_overlapped_and_exclude_receive",), "us"),
+    ("preparing_ns", ("preparing",), "us"),
+)
+CLUSTER_DB_COMM_TIME = _table(       # ClusterCommAnalyzerTime / ClusterCommunicationTime; ms
+    ("step", ("step",), "text"), ("rank_id", ("rank_id",), "int"),
+    ("op", ("hccl_op_name",), "text"), ("group", ("group_name",), "text"),
+    ("start_us", ("start_timestamp",), "float"),
+    ("elapse_ms", ("elapsed_time", "elapse_time"), "ms"), ("transit_ms", ("transit_time",), "ms"),
+    ("wait_ms", ("wait_time",), "ms"), ("sync_ms", ("synchronization_time",), "ms"),
+    ("idle_ms", ("idle_time",), "ms"),
+)
+CLUSTER_DB_COMM_BANDWIDTH = _table(  # ClusterCommAnalyzerBandwidth / ClusterCommunicationBandwidth
+    ("step", ("step",), "text"), ("rank_id", ("rank_id",), "int"),
+    ("op", ("hccl_op_name",), "text"), ("group", ("group_name",), "text"),
+    ("band", ("band_type", "transport_type"), "text"), ("size_mb", ("transit_size",), "float"),
+)
+CLUSTER_DB_MATRIX = _table(          # ClusterCommAnalyzerMatrix / ClusterCommunicationMatrix
+    ("step", ("step",), "text"), ("op", ("hccl_op_name",), "text"),
+    ("group", ("group_name",), "text"), ("src", ("src_rank",), "text"),
+    ("dst", ("dst_rank",), "text"), ("size_mb", ("transit_size",), "float"),
+    ("time_ms", ("transit_time",), "ms"), ("bandwidth", ("bandwidth",), "float"),
+    ("transport", ("transport_type",), "text"),
+)
 
 MEMORY_RECORD = _table(
     ("component", ("Component",), "text", REQUIRED),
