@@ -198,3 +198,21 @@ def test_cluster_db_links_are_the_total_op_rows(tb, logdir):
     for s, d, size, time_ms in rows:
         assert links[(int(s), int(d))]["size_mb"] == pytest.approx(size)
         assert links[(int(s), int(d))]["time_us"] == pytest.approx(time_ms * 1000, abs=0.01)
+
+
+def test_every_route_answers_for_every_new_profile(tb):
+    """No route fails on the new producers (an empty table is an answer, a 500 is not)."""
+    for run in sorted(EXPECTED_RUNS - {RAW}):
+        info = tb.get("run", run=run)
+        for w in info["workers"]:
+            for span in w["spans"]:
+                p = dict(run=run, worker=w["name"], span=span)
+                for route, extra in [("summary", {}), ("steps", {}),
+                                     ("kernels", {"group_by": "name"}), ("operators", {}),
+                                     ("operators", {"group_by": "name_shape"}), ("memory", {}),
+                                     ("memory/allocations", {}), ("trace/tracks", {}),
+                                     ("advisor", {})]:
+                    code, body = tb.status(route, **p, **extra)
+                    assert code in (200, 404), (route, p, code, body)
+                    if code == 404:  # only "this profile has no timeline"
+                        assert route == "trace/tracks" and w["producer"] == "cluster_analysis"
