@@ -87,22 +87,45 @@ def _rank_of(v) -> int | None:
 
 # ---- steps -----------------------------------------------------------------------------
 
+def _csv_steps_by_rank(ctx: _Ctx) -> dict | None:
+    """{rank: rows} of cluster_step_trace_time.csv, converted once per file state per
+    process (every rank's reader reads the same file)."""
+    p = ctx.path(STEP_CSV)
+    if p is None:
+        return None
+    st = os.stat(p)
+    key = (p, st.st_size, st.st_mtime_ns)
+    hit = _by_rank_memo.get(key)
+    if hit is not None:
+        return hit
+    df = ctx.csv(STEP_CSV, required=C.required(C.CLUSTER_STEP_TRACE_TIME))
+    if df is None:
+        return {}
+    out = pd.DataFrame(_convert(df, C.CLUSTER_STEP_TRACE_TIME, _DIALECTS["torch_npu"]))
+    out["step"] = [_step_id(v) for v in df[C.resolve(df, C.CLUSTER_STEP_TRACE_TIME)["step"]]]
+    hit = _split_steps(out)
+    _by_rank_memo.put(key, hit)
+    return hit
+
+
+def _split_steps(out: pd.DataFrame) -> dict:
+    """Rank rows (`Type == rank`) by their `Index`; stage rows are maxima, not a rank's."""
+    is_rank = (out["type"].astype("string").str.strip().str.lower() == "rank").fillna(False)
+    out = out[is_rank.to_numpy(dtype=bool)]
+    ranks = out["index"].map(_rank_of)
+    out = out.drop(columns=["type", "index"])
+    return {int(r): g.reset_index(drop=True) for r, g in out.groupby(ranks.to_numpy())
+            if r is not None}
+
+
 def _read_steps(ctx: _Ctx) -> None:
-    if ctx.path(STEP_CSV) is not None:
-        df = ctx.csv(STEP_CSV, required=C.required(C.CLUSTER_STEP_TRACE_TIME))
-        if df is None:
-            return
-        cols = _convert(df, C.CLUSTER_STEP_TRACE_TIME, _DIALECTS["torch_npu"])
-        out = pd.DataFrame(cols)
-        out["step"] = [_step_id(v) for v in df[C.resolve(df, C.CLUSTER_STEP_TRACE_TIME)
-                                               ["step"]]] if "step" in out else 0
-    else:
-        out = _db_steps(ctx)
-        if out is None:
-            return
-    keep = (out["type"].astype("string").str.strip().str.lower() == "rank").fillna(False) \
-        & (out["index"].map(_rank_of) == ctx.rank)
-    out = out[keep.to_numpy(dtype=bool)].drop(columns=["type", "index"])
+    by_rank = _csv_steps_by_rank(ctx)
+    if by_rank is None:
+        db = _db_steps(ctx)
+        by_rank = {} if db is None else _split_steps(db)
+    out = by_rank.get(ctx.rank)
+    if out is None:
+        return
     out = out[out["step"].notna()].reset_index(drop=True)
     if len(out) == 0:
         return
@@ -155,7 +178,8 @@ def _query_steps(ctx: _Ctx) -> pd.DataFrame | None:
         return None
     try:
         spec = C.CLUSTER_DB_STEP_TRACE
-        df = _select(con, ("ClusterStepTraceTime",), spec, "lower(type) = 'rank'")
+        df = _select(con, ("ClusterStepTraceTime",), spec,
+                     "lower(type) = 'rank' AND CAST(\"index\" AS INTEGER) = ?", (ctx.rank,))
     finally:
         con.close()
     if df is None:
