@@ -1,7 +1,10 @@
 """logdir -> runs -> workers -> spans, by each producer's directory layout.
 
-Discovery looks at names and sizes only (never file contents), so it stays cheap with
-hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per producer:
+Discovery looks at names and sizes, so it stays cheap with hundreds of runs; the only
+contents it reads are small and memoised per (path, size, mtime): the first few KB of an
+unknown `*.json[.gz]` (traces of any name, see that section below) and the rank list of a
+msprof-analyze `cluster_analysis_output/`. Layout rules are data (`SPAN_DIR_RULES`), one
+entry per producer:
 
 - torch_npu  `{worker}_{digits[.digits]}_ascend_pt/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
 - MindSpore  `{worker}_{digits}_ascend_ms/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
@@ -9,6 +12,11 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
              timeline}/`; run = parent dir, worker = `device{N}`, span = the PROF timestamp.
              PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
 - kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
+- any other `*.json[.gz]` that sniffs as a Chrome trace: producer `kineto` or
+             `chrome_trace`; run = the containing dir, worker = the file name without
+             `.json[.gz]`, span `default` (docs/formats.md §1.7).
+- msprof-analyze `cluster_analysis_output/` with cluster csv/json/db files: a run of its
+             own, worker `rank{N}` per rank of the cluster tables, span `cluster` (§2.26).
 - MindSpore ≤2.3 (MindInsight era) `profiler*/` holding flat `{kind}_{id}.*` files
              (`LEGACY_MS_MARKERS`); run = parent dir, one worker `device{id}` per id, span
              `default`. The only content discovery reads: a tiny `profiler_info_{id}.json`
