@@ -1,7 +1,10 @@
 """logdir -> runs -> workers -> spans, by each producer's directory layout.
 
-Discovery looks at names and sizes only (never file contents), so it stays cheap with
-hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per producer:
+Discovery looks at names and sizes, so it stays cheap with hundreds of runs; the only
+contents it reads are small and memoised per (path, size, mtime): the first few KB of an
+unknown `*.json[.gz]` (traces of any name, see that section below) and the rank list of a
+msprof-analyze `cluster_analysis_output/`. Layout rules are data (`SPAN_DIR_RULES`), one
+entry per producer:
 
 - torch_npu  `{worker}_{digits[.digits]}_ascend_pt/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
 - MindSpore  `{worker}_{digits}_ascend_ms/ASCEND_PROFILER_OUTPUT/`; run = parent dir.
@@ -10,6 +13,11 @@ hundreds of runs. Layout rules are data (`SPAN_DIR_RULES`), one entry per produc
              worker = `device{N}`, span = the PROF timestamp.
              PROF dirs inside a torch_npu/MindSpore span belong to that span and are skipped.
 - kineto     `{worker}[.{span digits}].pt.trace.json[.gz]` files; run = the containing dir.
+- any other `*.json[.gz]` that sniffs as a Chrome trace: producer `kineto` or
+             `chrome_trace`; run = the containing dir, worker = the file name without
+             `.json[.gz]`, span `default` (docs/formats.md §1.7).
+- msprof-analyze `cluster_analysis_output/` with cluster csv/json/db files: a run of its
+             own, worker `rank{N}` per rank of the cluster tables, span `cluster` (§2.26).
 - MindSpore ≤2.3 (MindInsight era) `profiler*/` holding flat `{kind}_{id}.*` files
              (`LEGACY_MS_MARKERS`); run = parent dir, one worker `device{id}` per id, span
              `default`. The only content discovery reads: a tiny `profiler_info_{id}.json`
@@ -261,6 +269,7 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
     """Scan `logdir`; returns (runs by name, notes about skipped things)."""
     logdir = os.path.abspath(logdir)
     runs: dict[str, Run] = {}
+    sniff_budget = [MAX_SNIFFS_PER_SCAN]
     walker = _Walker(logdir)
     gen = walker.walk()
     try:
@@ -282,6 +291,10 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
                 continue
             if LEGACY_MS_DIR.match(d) and _add_mindspore_legacy(logdir, path, full, runs):
                 continue
+            if d == CLUSTER_OUTPUT_DIR and _add_cluster_analysis(logdir, full, runs):
+                continue
+            if d in NOT_SEARCHED_DIRS:
+                continue
             descend.append(d)
         for f in files:
             m = KINETO_FILE.match(f) or KINETO_FILE_LOOSE.match(f)
@@ -289,6 +302,8 @@ def discover(logdir: str) -> tuple[dict[str, Run], list[str]]:
                 _skip_external(logdir, path, f, False, runs, walker.notes)
             elif m:
                 _add_kineto(logdir, path, f, m, runs)
+            else:
+                _add_any_trace(logdir, path, f, runs, sniff_budget)
         try:
             item = gen.send(descend)
         except StopIteration:
@@ -476,3 +491,327 @@ def fingerprint(span: SpanSource) -> list[tuple[str, int, int]]:
         if stat.S_ISREG(st.st_mode):
             out.append((p, st.st_size, st.st_mtime_ns))
     return out
+
+
+# ---- traces of any name ----------------------------------------------------------------------
+# A `*.json[.gz]` that no layout rule claims becomes a run when its first bytes look like a
+# Chrome trace (docs/formats.md §1.7). Each unknown file is read once per (path, size,
+# mtime): the verdict is memoised, so polling a logdir re-reads nothing.
+
+SNIFF_BYTES = 8192            # text looked at per file
+SNIFF_GZ_BYTES = 4096         # compressed bytes read from a `.gz` (inflated to <= SNIFF_BYTES)
+SNIFF_MEMO_ENTRIES = 65536
+MAX_SNIFFS_PER_SCAN = 20000   # new files sniffed in one scan; the rest wait for the next one
+ANY_TRACE_FILE = re.compile(r"\.json(?:\.gz)?$", re.I)
+# Files whose names say what they are (and that they are not traces): never opened.
+NOT_A_TRACE = re.compile(
+    r"^(?:profiler_info(?:_\d+)?|profiler_metadata|communication(?:_matrix)?|"
+    r"cluster_communication(?:_matrix)?|communication_group|package(?:-lock)?|tsconfig|"
+    r"meta|step_trace_point_info|info)\.json$", re.I)
+# Directories never searched for traces: ours and TensorBoard's caches, VCS and node folders.
+NOT_SEARCHED_DIRS = {"tensorboard-plugin-npu-profiler", ".git", "node_modules", "__pycache__"}
+# Top-level keys a kineto trace writes before `traceEvents` (its header can be longer than
+# the sniffed prefix: HTA's distributedInfo with pg_config runs to 16 KB).
+KINETO_HEADER_KEYS = {"schemaVersion", "deviceProperties", "distributedInfo", "record_shapes",
+                      "trace_id", "cupti_version", "cuda_runtime_version", "cuda_driver_version",
+                      "with_flops", "with_stack", "profile_memory", "roctracer_version"}
+# Evidence of kineto events in the prefix (categories / step markers).
+KINETO_EVENT_HINT = re.compile(r'"cat"\s*:\s*"(?:cpu_op|kernel|cuda_runtime|python_function|'
+                               r'user_annotation|gpu_memcpy|gpu_memset|cuda_driver)"'
+                               r'|"ProfilerStep#\d+"')
+# Process names of an Ascend timeline (torch_npu's `export_chrome_trace`, msprof JSON):
+# such a trace is read by the generic reader, which knows these processes.
+ASCEND_PROCESS_HINT = re.compile(r'"name"\s*:\s*"(?:Ascend Hardware|CANN|AscendCL|HCCL|'
+                                 r'Overlap Analysis|Step Trace|NPU MEM)"')
+
+TRACE_EVENTS_LIST = re.compile(r'"traceEvents"\s*:\s*\[')
+
+_sniff_memo = None  # LRU (path, size, mtime_ns) -> "kineto" | "chrome_trace" | None
+
+
+def _sniff_cache():
+    global _sniff_memo
+    if _sniff_memo is None:
+        from .lru import LRU
+
+        _sniff_memo = LRU(SNIFF_MEMO_ENTRIES)
+    return _sniff_memo
+
+
+def read_prefix(path: str) -> bytes:
+    """At most SNIFF_BYTES of the file's text: for `.gz`, only the first SNIFF_GZ_BYTES
+    compressed bytes are read and inflated."""
+    import zlib
+
+    with open(path, "rb") as fh:
+        if not path.lower().endswith(".gz"):
+            return fh.read(SNIFF_BYTES)
+        raw = fh.read(SNIFF_GZ_BYTES)
+    try:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return inflater.decompress(raw, SNIFF_BYTES)
+    except zlib.error:
+        return b""
+
+
+def _json_keys(text: str, depth_wanted: int, first_only: bool) -> list[str]:
+    """The object keys at nesting depth `depth_wanted` in a JSON prefix (in order), read by
+    a scanner that tolerates the prefix ending anywhere. `first_only`: stop at the end of
+    the first container at that depth (the first event of a list)."""
+    keys: list[str] = []
+    depth = 0
+    expect_key = False
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                break
+            if expect_key and depth == depth_wanted:
+                keys.append(text[i + 1:j])
+            expect_key = False
+            i = j + 1
+            continue
+        if c in "{[":
+            depth += 1
+            expect_key = c == "{"
+        elif c in "}]":
+            if first_only and depth == depth_wanted:
+                break
+            depth -= 1
+            expect_key = False
+        elif c == ",":
+            expect_key = True
+        elif c == ":":
+            expect_key = False
+        i += 1
+    return keys
+
+
+def sniff_trace(prefix: bytes) -> str | None:
+    """What a file's first bytes say it is: "kineto" (a kineto-shaped Chrome trace: kineto
+    header keys, or kineto event categories / `ProfilerStep#` and no Ascend process name),
+    "chrome_trace" (any other Chrome trace), or None (not a trace).
+
+    A trace is a JSON object with a top-level `traceEvents` key whose value is a list,
+    within the prefix (or a kineto header: `schemaVersion` followed by kineto's own keys,
+    which can outlast the prefix), or a JSON list whose first element is an object with a
+    `ph` key.
+    """
+    text = prefix.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    if text.startswith("{"):
+        keys = _json_keys(text, 1, first_only=False)
+        kineto_header = bool(keys) and keys[0] == "schemaVersion" and \
+            any(k in KINETO_HEADER_KEYS for k in keys[1:])
+        has_events = "traceEvents" in keys and TRACE_EVENTS_LIST.search(text) is not None
+        if not has_events and not kineto_header:
+            return None
+    elif text.startswith("["):
+        if not text[1:].lstrip().startswith("{") or \
+                "ph" not in _json_keys(text, 2, first_only=True):
+            return None
+        keys = []
+    else:
+        return None
+    if any(k in KINETO_HEADER_KEYS for k in keys):
+        return "kineto"
+    if KINETO_EVENT_HINT.search(text) and not ASCEND_PROCESS_HINT.search(text):
+        return "kineto"
+    return "chrome_trace"
+
+
+def sniff_file(path: str) -> str | None:
+    """`sniff_trace` of the file, memoised per (path, size, mtime); None if unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    memo = _sniff_cache()
+    hit = memo.get(key, _UNSNIFFED)
+    if hit is not _UNSNIFFED:
+        return hit
+    try:
+        kind = sniff_trace(read_prefix(path)) if st.st_size > 0 else None
+    except OSError:
+        kind = None
+    memo.put(key, kind)
+    return kind
+
+
+_UNSNIFFED = object()
+
+
+def _any_trace_candidate(name: str) -> bool:
+    return bool(ANY_TRACE_FILE.search(name)) and not NOT_A_TRACE.match(name)
+
+
+def _add_any_trace(logdir: str, parent: str, f: str, runs: dict[str, Run],
+                   budget: list[int]) -> bool:
+    """A trace of any name in `parent` (see above); True if it became a span."""
+    if not _any_trace_candidate(f):
+        return False
+    full = os.path.join(parent, f)
+    if not _followable(full, logdir):
+        return False
+    key_known = True
+    try:
+        st = os.stat(full)
+        key_known = _sniff_cache().get((full, st.st_size, st.st_mtime_ns), _UNSNIFFED) \
+            is not _UNSNIFFED
+    except OSError:
+        return False
+    if not key_known:
+        if budget[0] <= 0:
+            return False
+        budget[0] -= 1
+    kind = sniff_file(full)
+    if kind is None:
+        return False
+    stem = re.sub(r"\.json(?:\.gz)?$", "", f, flags=re.I)
+    run = _run_for(logdir, parent, runs)
+    worker = printable(stem)
+    w = run.workers.get(worker)
+    if w is None:
+        w = run.workers[worker] = Worker(worker, kind, None,
+                                         "gpu" if kind == "kineto" else "cpu")
+    span = "default"
+    if span in w.spans:
+        span = printable(f"{span}-{f}")
+    w.spans[span] = SpanSource(logdir=logdir, run=run.name, worker=worker, span=span,
+                               producer=kind, root=full, files=(full,))
+    return True
+
+
+# ---- msprof-analyze cluster_analysis_output/ -------------------------------------------------
+# The directory is a run of its own (named by its path), one worker `rank{N}` per rank the
+# cluster tables name, all reading the same files (readers/cluster_analysis.py). The rank
+# list is the one content discovery reads here: the `Index` of `Type == rank` rows of
+# cluster_step_trace_time.csv (or ClusterStepTraceTime in cluster_analysis.db), else the
+# rank sets of cluster_communication.json; memoised per (path, size, mtime) like sniffing.
+
+CLUSTER_OUTPUT_DIR = "cluster_analysis_output"
+CLUSTER_FILES = ("cluster_step_trace_time.csv", "cluster_communication.json",
+                 "cluster_communication_matrix.json", "communication_group.json",
+                 "cluster_analysis.db")
+CLUSTER_SPAN = "cluster"
+MAX_CLUSTER_RANKS = 100_000
+MAX_CLUSTER_JSON_FOR_RANKS = 256 << 20  # a larger comm JSON without step table: not listed
+
+
+def _cluster_ranks_from_csv(path: str) -> list[int]:
+    import csv
+
+    ranks: set[int] = set()
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh)
+        header = [h.strip() for h in next(reader, [])]
+        if "Type" not in header or "Index" not in header:
+            return []
+        ti, ii = header.index("Type"), header.index("Index")
+        for row in reader:
+            if len(row) > max(ti, ii) and row[ti].strip().lower() == "rank":
+                try:
+                    ranks.add(int(float(row[ii])))
+                except ValueError:
+                    continue
+                if len(ranks) >= MAX_CLUSTER_RANKS:
+                    break
+    return sorted(ranks)
+
+
+def _cluster_ranks_from_db(path: str) -> list[int]:
+    import sqlite3
+
+    uri = "file:" + os.path.abspath(path) + "?mode=ro"
+    con = sqlite3.connect(uri, uri=True, timeout=1.0)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        ranks: set[int] = set()
+        if "ClusterStepTraceTime" in tables:
+            q = ('SELECT DISTINCT "index" FROM ClusterStepTraceTime '
+                 "WHERE lower(type) = 'rank' LIMIT ?")
+            for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,)):
+                try:
+                    ranks.add(int(float(v)))
+                except (TypeError, ValueError):
+                    continue
+        for t in ("ClusterCommAnalyzerTime", "ClusterCommunicationTime"):
+            if not ranks and t in tables:
+                q = f"SELECT DISTINCT rank_id FROM {t} LIMIT ?"
+                ranks.update(int(v) for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,))
+                             if isinstance(v, int))
+        return sorted(ranks)
+    finally:
+        con.close()
+
+
+def _cluster_ranks_from_comm_json(path: str) -> list[int]:
+    if os.path.getsize(path) > MAX_CLUSTER_JSON_FOR_RANKS:
+        return []
+    import msgspec
+
+    with open(path, "rb") as fh:
+        doc = msgspec.json.decode(fh.read())
+    ranks: set[int] = set()
+    if isinstance(doc, dict):
+        for steps in doc.values():
+            for ops in (steps.values() if isinstance(steps, dict) else ()):
+                for per_rank in (ops.values() if isinstance(ops, dict) else ()):
+                    if isinstance(per_rank, dict):
+                        ranks.update(int(r) for r in per_rank if str(r).lstrip("-").isdigit())
+    return sorted(ranks)
+
+
+def cluster_ranks(root: str) -> tuple[list[int], str | None]:
+    """(ranks, why none) of a cluster_analysis_output directory, memoised per file state."""
+    for name, fn in (("cluster_step_trace_time.csv", _cluster_ranks_from_csv),
+                     ("cluster_analysis.db", _cluster_ranks_from_db),
+                     ("cluster_communication.json", _cluster_ranks_from_comm_json)):
+        p = os.path.join(root, name)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        key = ("cluster-ranks", p, st.st_size, st.st_mtime_ns)
+        memo = _sniff_cache()
+        ranks = memo.get(key)
+        if ranks is None:
+            try:
+                ranks = tuple(fn(p))
+            except Exception as exc:  # bad input: named in the run's errors, retried later
+                return [], f"{name}: cannot list the ranks: {type(exc).__name__}: {exc}"
+            memo.put(key, ranks)
+        if ranks:
+            return list(ranks), None
+    return [], ("no rank rows in cluster_step_trace_time.csv, cluster_analysis.db or "
+                "cluster_communication.json")
+
+
+def _add_cluster_analysis(logdir: str, full: str, runs: dict[str, Run]) -> bool:
+    """msprof-analyze's output directory as a run of ranks; True if it holds cluster files."""
+    if not _followable(full, logdir):
+        return False
+    files = tuple(os.path.join(full, n) for n in CLUSTER_FILES
+                  if os.path.isfile(os.path.join(full, n))
+                  and _followable(os.path.join(full, n), logdir))
+    if not files:
+        return False
+    run = _run_for(logdir, full, runs)
+    ranks, why = cluster_ranks(full)
+    if not ranks:
+        run.errors.append({"path": _rel(full, logdir), "message": why})
+        return True
+    for rank in ranks:
+        name = f"rank{rank}"
+        w = run.workers[name] = Worker(name, "cluster_analysis", rank, "npu")
+        w.spans[CLUSTER_SPAN] = SpanSource(logdir=logdir, run=run.name, worker=name,
+                                           span=CLUSTER_SPAN, producer="cluster_analysis",
+                                           root=full, files=files, rank=rank,
+                                           # the rank picks this worker's rows: it is part
+                                           # of the cache key, as msprof's device is
+                                           device_id=rank)
+    return True

@@ -30,13 +30,16 @@ import os
 class SpanSource:
     """Where one worker-span's data lives, as found by discovery (names and sizes only).
 
-    producer: torch_npu | mindspore | msprof | kineto | mindspore_legacy
+    producer: torch_npu | mindspore | msprof | kineto | mindspore_legacy | chrome_trace |
+              cluster_analysis
     root:     absolute path of the span's directory (`*_ascend_pt`, `*_ascend_ms`,
-              `PROF_*`) or, for kineto, of the trace file itself.
+              `PROF_*`, `cluster_analysis_output`) or, for kineto / chrome_trace, of the
+              trace file itself.
     files:    absolute paths of every input file the reader may use (discovery lists them so
               the cache key covers them); readers may still look inside `root`.
     device_id: for msprof, the `device_N` the worker stands for; for mindspore_legacy
-              (root = the `profiler*` dir), the `{id}` in the file names (None otherwise).
+              (root = the `profiler*` dir), the `{id}` in the file names; for
+              cluster_analysis (all ranks share root and files), the rank (None otherwise).
     """
 
     logdir: str
@@ -67,6 +70,8 @@ READERS = {
     "msprof": ("msprof", "read"),
     "kineto": ("kineto", "read"),
     "mindspore_legacy": ("mindspore_legacy", "read"),
+    "chrome_trace": ("chrome_trace", "read"),
+    "cluster_analysis": ("cluster_analysis", "read"),
 }
 
 

@@ -114,6 +114,45 @@ STEP_TRACE_TIME = _table(
     ("preparing_ns", ("Preparing",), "us"),
 )
 
+# msprof-analyze cluster_analysis_output/cluster_step_trace_time.csv: the per-rank
+# step_trace_time.csv columns behind `Step, Type, Index` (rank rows: Index = rank id).
+CLUSTER_STEP_TRACE_TIME = {
+    **_table(("type", ("Type",), "text", REQUIRED), ("index", ("Index",), "text", REQUIRED)),
+    **{k: v for k, v in STEP_TRACE_TIME.items() if k != "device_id"},
+}
+# cluster_analysis.db (docs/formats.md §2.26): model column -> the db column names (as
+# "headers", preferred first, found by PRAGMA table_info) and the unit of its values.
+CLUSTER_DB_STEP_TRACE = _table(      # ClusterStepTraceTime; µs
+    ("step", ("step",), "text"), ("type", ("type",), "text"), ("index", ("index",), "text"),
+    ("bd_computing", ("computing",), "us"),
+    ("bd_communication_not_overlapped", ("communication_not_overlapped",), "us"),
+    ("bd_overlapped", ("overlapped",), "us"), ("communication_ns", ("communication",), "us"),
+    ("bd_free", ("free",), "us"), ("stage_ns", ("stage",), "us"), ("bubble_ns", ("bubble",), "us"),
+    ("comm_not_overlapped_exclude_receive_ns",
+     ("communication_not_overlapped_and_exclude_receive",), "us"),
+    ("preparing_ns", ("preparing",), "us"),
+)
+CLUSTER_DB_COMM_TIME = _table(       # ClusterCommAnalyzerTime / ClusterCommunicationTime; ms
+    ("step", ("step",), "text"), ("rank_id", ("rank_id",), "int"),
+    ("op", ("hccl_op_name",), "text"), ("group", ("group_name",), "text"),
+    ("start_us", ("start_timestamp",), "float"),
+    ("elapse_ms", ("elapsed_time", "elapse_time"), "ms"), ("transit_ms", ("transit_time",), "ms"),
+    ("wait_ms", ("wait_time",), "ms"), ("sync_ms", ("synchronization_time",), "ms"),
+    ("idle_ms", ("idle_time",), "ms"),
+)
+CLUSTER_DB_COMM_BANDWIDTH = _table(  # ClusterCommAnalyzerBandwidth / ClusterCommunicationBandwidth
+    ("step", ("step",), "text"), ("rank_id", ("rank_id",), "int"),
+    ("op", ("hccl_op_name",), "text"), ("group", ("group_name",), "text"),
+    ("band", ("band_type", "transport_type"), "text"), ("size_mb", ("transit_size",), "float"),
+)
+CLUSTER_DB_MATRIX = _table(          # ClusterCommAnalyzerMatrix / ClusterCommunicationMatrix
+    ("step", ("step",), "text"), ("op", ("hccl_op_name",), "text"),
+    ("group", ("group_name",), "text"), ("src", ("src_rank",), "text"),
+    ("dst", ("dst_rank",), "text"), ("size_mb", ("transit_size",), "float"),
+    ("time_ms", ("transit_time",), "ms"), ("bandwidth", ("bandwidth",), "float"),
+    ("transport", ("transport_type",), "text"),
+)
+
 MEMORY_RECORD = _table(
     ("component", ("Component",), "text", REQUIRED),
     ("ts_ns", ("Timestamp(us)",), "us", REQUIRED),
