@@ -20,9 +20,13 @@ the db's size and mtime, so the span is read again once the file changes.
 
 What is filled (units as the text readers: ns, MiB, KB, ms->ns):
 steps     analysis.db StepTraceTime (µs, the step_trace_time.csv numbers), windows from
-          STEP_TIME (also the `step_windows` table when StepTraceTime is absent).
+          STEP_TIME (also the `step_windows` table when StepTraceTime is absent); a whole-run
+          row (MindSpore graph mode) split per STEP_TIME window from the device tasks'
+          overlap, as the text render is split from its trace's Overlap Analysis events.
 kernels   TASK ⋈ COMPUTE_TASK_INFO (names through STRING_IDS) ∪ COMMUNICATION_OP (core type
-          COMMUNICATION), with TASK_PMU_INFO pivoted into one float column per metric;
+          COMMUNICATION), with TASK_PMU_INFO pivoted into one float column per metric
+          (the CSV counters' `pmu_*` names and order; tasks without a value are
+          `meta.pmu_na_cells`, as N/A cells of the CSV);
           step = the STEP_TIME window holding the launching CANN_API call (connectionId),
           else the task's own start; wait_ns = gap since the device's previous task ended
           (`waitNs` where an old db has it).
@@ -296,12 +300,14 @@ def read_views(ctx, source: DbSource) -> None:
     if main is not None:
         source.guarded("main", _read_meta, ctx)
     windows = source.guarded("main", _step_time) if main is not None else None
+    whole_run = False  # the db's steps are one whole-run row (MindSpore graph mode)
     if _needs(ctx, "steps"):
         steps = source.guarded("side", _steps, windows, source.device_id)
         if steps is not None and len(steps):
             p.set("steps", steps, keep_extra=True)
             p.meta.step_categories = ["computing", "communication_not_overlapped",
                                       "overlapped", "free"]
+            whole_run = len(steps) == 1 and int(steps["step"].iloc[0]) == 0
     if windows is not None and len(windows) and not p.has("steps") \
             and not p.has("step_windows"):
         p.set("step_windows", windows)
@@ -310,8 +316,18 @@ def read_views(ctx, source: DbSource) -> None:
         if _needs(ctx, "kernels"):
             kernels = source.guarded("main", _kernels, windows, source.device_id)
             if kernels is not None and len(kernels):
-                p.set("kernels", kernels.drop(columns=["global_task_id", "connection_id"]),
+                p.set("kernels", kernels.drop(columns=["global_task_id", "connection_id",
+                                                       "launch_ns"], errors="ignore"),
                       keep_extra=True)
+                if p.meta.pmu_na_cells is None:
+                    p.meta.pmu_na_cells = _pmu_na_cells(kernels)
+        if whole_run and windows is not None and len(windows) >= 2 \
+                and not (ctx.path("trace_view.json") or ctx.path("trace_view.json.gz")):
+            if kernels is None:
+                kernels = source.guarded("main", _kernels, windows, source.device_id)
+            per_step = _split_whole_run(kernels, windows)
+            if per_step is not None:
+                p.set("steps", per_step, keep_extra=True)
         if _needs(ctx, "operators"):
             ops = source.guarded("main", _operators)
             if ops is not None and len(ops):
@@ -496,6 +512,7 @@ def _kernels(db: DbFile, windows, device_id) -> pd.DataFrame | None:
         m = out[["connection_id"]].merge(launches, on="connection_id", how="left")
         known = m["launch_ns"].notna().to_numpy()
         when = np.where(known, m["launch_ns"].fillna(0).astype(np.int64).to_numpy(), when)
+        out["launch_ns"] = m["launch_ns"].astype("Int64").array  # (not a model column)
     out["step"] = _assign_steps(when, windows)
     for c in ("input_shapes", "input_dtypes", "output_shapes"):
         if c in out:
@@ -542,7 +559,7 @@ def _pmu(db: DbFile, tasks: pd.DataFrame) -> pd.DataFrame | None:
         wide = long.pivot_table(index=["global_task_id", "start_ns"], columns="metric",
                                 values="value", aggfunc="first")
         wide.columns = [_pmu_name(str(c)) for c in wide.columns]
-        return wide.reset_index()
+        return _pmu_order(wide.reset_index())
     joins: list[str] = []
     metric_expr = db.project("TASK_PMU_INFO", D.TASK_PMU_INFO, "p", found, joins,
                              ["metric"])[0][0]
@@ -561,7 +578,103 @@ def _pmu(db: DbFile, tasks: pd.DataFrame) -> pd.DataFrame | None:
                     {"global_task_id": "int", **{f"m{i}": "real" for i in range(len(keys))}},
                     tuple(keys))
     wide.columns = ["global_task_id"] + [_pmu_name(n) for n in names]
-    return wide
+    return _pmu_order(wide)
+
+
+_PMU_RANK = {name: i for i, name in enumerate(C.PMU_COUNTERS)}
+
+
+def _pmu_order(wide: pd.DataFrame) -> pd.DataFrame:
+    """Counter columns in `columns.PMU_COUNTERS` order, as the CSV readers add them (the
+    /kernels `counters.ratios` list follows the column order), unknown metrics after them."""
+    keys = [c for c in wide.columns if c in ("global_task_id", "start_ns")]
+    rest = [c for c in wide.columns if c not in keys]
+    rest.sort(key=lambda c: _PMU_RANK.get(c, len(_PMU_RANK)))  # stable: unknown as met
+    return wide[keys + rest]
+
+
+def _pmu_na_cells(kernels: pd.DataFrame) -> dict[str, int] | None:
+    """Cells without a number per PMU counter column, as the CSV readers count them
+    (`meta.pmu_na_cells`): a task without a TASK_PMU_INFO row for a metric the db has (other
+    core's counters, communication ops) is the N/A cell of kernel_details.csv."""
+    na = {c: int(kernels[c].isna().sum()) for c in kernels.columns if c in C.PMU_COUNTERS}
+    return {c: n for c, n in na.items() if n} or None
+
+
+def _intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of [start, end) intervals: sorted, disjoint, touching ones merged."""
+    keep = end > start
+    start, end = start[keep], end[keep]
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], np.maximum.accumulate(end[order])
+    new = np.r_[True, start[1:] > end[:-1]]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(start) - 1]
+    return start[first], end[last]
+
+
+def _minus(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Union `a` without union `b` (both from `_intervals`)."""
+    points = np.unique(np.concatenate([a[0], a[1], b[0], b[1]]))
+    if len(points) < 2:
+        return points[:0], points[:0]
+    lo, hi = points[:-1], points[1:]
+
+    def covered(u):
+        if len(u[0]) == 0:
+            return np.zeros(len(lo), dtype=bool)
+        i = np.searchsorted(u[0], lo, side="right") - 1
+        return (i >= 0) & (lo < u[1][np.maximum(i, 0)])
+
+    keep = covered(a) & ~covered(b)
+    return _intervals(lo[keep], hi[keep])
+
+
+def _split_whole_run(kernels: pd.DataFrame | None, windows: pd.DataFrame
+                     ) -> pd.DataFrame | None:
+    """Per-step rows for a whole-run StepTraceTime row (MindSpore 2.x graph mode), as the
+    text reader gets them from the trace (analysis/step_phases.split_whole_run_steps): the
+    db has no Overlap Analysis events, so they are computed from the device tasks the way
+    the profiler writes them (Computing = union of the compute tasks, Communication = union
+    of COMMUNICATION_OP, Communication(Not Overlapped) = Communication - Computing, Free =
+    the gaps between them), and the device-side step windows from the tasks each STEP_TIME
+    window launched (the CANN_API -> TASK connections; `npu_overlap`'s rule). None when that
+    does not give two or more steps."""
+    if kernels is None or len(kernels) == 0:
+        return None
+    from ..analysis import npu_overlap  # the one implementation of the attribution rule
+
+    k = kernels  # (this device's tasks: `_kernels` filters by deviceId)
+    start = k["start_ns"].astype(np.int64).to_numpy()
+    end = start + k["dur_ns"].astype(np.int64).to_numpy()
+    is_comm = k["core_type"].astype(str).eq("COMMUNICATION").to_numpy()
+    compute = _intervals(start[~is_comm], end[~is_comm])
+    comm = _intervals(start[is_comm], end[is_comm])
+    busy = _intervals(np.concatenate([compute[0], comm[0]]), np.concatenate([compute[1],
+                                                                             comm[1]]))
+    free = (busy[1][:-1], busy[0][1:])
+    events = [("Computing", compute), ("Communication", comm),
+              ("Communication(Not Overlapped)", _minus(comm, compute)), ("Free", free)]
+    slices = pd.concat([pd.DataFrame({"track_id": np.int32(0), "start_ns": s, "dur_ns": e - s,
+                                      "name": name}) for name, (s, e) in events],
+                       ignore_index=True)
+    tracks = pd.DataFrame({"track_id": [0], "kind": ["overlap"]})
+    flows = None
+    if "launch_ns" in k:
+        known = k["launch_ns"].notna().to_numpy()
+        ids = np.arange(int(known.sum())).astype(str)
+        flows = pd.DataFrame({
+            "flow_id": np.concatenate([ids, ids]),
+            "name": npu_overlap._DEVICE_FLOWS[0],
+            "phase": ["s"] * len(ids) + ["f"] * len(ids),
+            "ts_ns": np.concatenate([k["launch_ns"][known].astype(np.int64).to_numpy(),
+                                     start[known]])})
+    per_step = npu_overlap.steps_from_overlap(slices, tracks, step_windows=windows,
+                                              flows=flows)
+    return per_step if len(per_step) >= 2 else None
 
 
 def _pmu_name(metric: str) -> str:

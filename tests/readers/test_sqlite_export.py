@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tb_plugin import discovery, readers
+from tb_plugin.readers import columns as C
 from tb_plugin.readers import sqlite_export
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,10 +85,15 @@ def test_torch_npu_kernels(tn):
                                "LIMIT 1")[0]
     row = k[k["start_ns"] == start].iloc[0]
     assert int(row["block_dim"]) == block
-    # PMU: one float column per TASK_PMU_INFO metric, values as stored
+    # PMU: one float column per TASK_PMU_INFO metric, values as stored, named as the CSV
+    # counters are (`pmu_aiv_time` for `aiv_time(us)`, readers/columns.py PMU_COUNTERS)
     metric, value = _q(db, f"SELECT s.value, p.value FROM TASK_PMU_INFO p JOIN STRING_IDS s "
                            f"ON s.id = p.name WHERE p.globalTaskId = {gid} LIMIT 1")[0]
-    assert row[metric] == pytest.approx(value)
+    column = C.pmu_column(metric)
+    assert column is not None and column.startswith("pmu_"), metric
+    assert row[column] == pytest.approx(value)
+    # a task without a row for a metric is that counter's N/A cell, counted like the CSV's
+    assert p.meta.pmu_na_cells[column] == int(k[column].isna().sum()) > 0
     # step of the STEP_TIME window holding the launching CANN call
     launch = _q(db, f"SELECT MIN(a.startNs) FROM CANN_API a JOIN TASK t ON t.connectionId = "
                     f"a.connectionId WHERE t.globalTaskId = {gid}")[0][0]
@@ -187,6 +193,42 @@ def test_mindspore_block_dim_variant(tmp_path):
     k = p.table("kernels")
     assert sorted(k.loc[k["core_type"] != "COMMUNICATION", "block_dim"].astype(int)) == blocks
     assert p.has("communication_ops") and p.has("steps")
+
+
+def _union_ns(intervals) -> int:
+    total, end = 0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total, end = total + e - s, e
+        elif e > end:
+            total, end = total + e - end, e
+    return total
+
+
+def test_mindspore_whole_run_step_split_per_step_window(tmp_path):
+    """MindSpore graph mode: StepTraceTime is one whole-run row (step 0); the db-only span gets
+    one row per STEP_TIME window, as the text render gets per ProfilerStep window of its
+    trace, with the whole run's computing / communication / free shared out among them."""
+    span, = _spans(_copy(tmp_path, "sqlite_mindspore_db"))
+    steps = _read(span, stage="views").table("steps")
+    db = _db(span)
+    side = os.path.join(os.path.dirname(db), "communication_analyzer.db")
+    (step, computing, not_overlapped, free), = _q(
+        side, "SELECT step, computing, communication_not_overlapped, free FROM StepTraceTime")
+    assert int(step or 0) == 0
+    windows = _q(db, "SELECT id, startNs, endNs FROM STEP_TIME ORDER BY id")
+    assert len(windows) >= 2
+    assert [tuple(r) for r in steps[["step", "start_ns", "end_ns"]].itertuples(index=False)] \
+        == [tuple(w) for w in windows]
+    assert int(steps["bd_computing"].sum()) == round(computing * 1000)
+    assert int(steps["bd_communication_not_overlapped"].sum()) == round(not_overlapped * 1000)
+    assert int(steps["bd_free"].sum()) == round(free * 1000)
+    compute = _q(db, "SELECT startNs, endNs FROM TASK JOIN COMPUTE_TASK_INFO USING "
+                     "(globalTaskId)")
+    comm = _q(db, "SELECT startNs, endNs FROM COMMUNICATION_OP")
+    assert int(steps["bd_computing"].sum()) == _union_ns(compute)
+    assert int(steps["communication_ns"].sum()) == _union_ns(comm)
+    assert (steps["bd_computing"] > 0).all()
 
 
 def test_msprof_db(tmp_path):
@@ -345,7 +387,7 @@ def test_pmu_rows_matched_by_timestamp_when_task_ids_repeat(tmp_path):
     con.close()
     k = _read(span).table("kernels").sort_values("start_ns")
     assert len(k) == 2
-    assert k["aic_mac_ratio"].tolist() == [0.25, 0.75]
+    assert k["pmu_aic_mac_ratio"].tolist() == [0.25, 0.75]
 
 
 def test_db_without_any_known_table_is_explained(tmp_path):
