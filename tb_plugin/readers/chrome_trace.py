@@ -115,8 +115,9 @@ def _read_operators(ctx: _Ctx) -> None:
     n = len(sl)
     cat_l = sl["cat"].astype("string").fillna("").str.lower().to_numpy(dtype=object)
     names = sl["name"].astype("string").fillna("").to_numpy(dtype=object)
-    _operators(ctx.profile, sl, cat_l, names, np.zeros(n, bool), np.zeros(n, bool),
-               pd.array([None] * n, dtype="Int64"))
+    # No device kernels and no runtime launches to link here: no correlation / External ids.
+    no_ids = pd.Series(pd.array([None] * n, dtype="Int64"), index=sl.index)
+    _operators(ctx.profile, sl, cat_l, names, np.zeros(n, bool), no_ids, no_ids)
 
 
 def _read_steps(ctx: _Ctx) -> None:
