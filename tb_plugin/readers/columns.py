@@ -500,14 +500,14 @@ def _pmu_counters() -> dict[str, PmuCounter]:
 
 
 PMU_COUNTERS: dict[str, PmuCounter] = _pmu_counters()
-_PMU_BY_HEADER = {h.lower(): c.name for c in PMU_COUNTERS.values() for h in c.headers
+_pmu_by_header = {h.lower(): c.name for c in PMU_COUNTERS.values() for h in c.headers
                   if h not in c.percent_headers}
 
 
 def pmu_column(metric: str) -> str | None:
     """The model column of a PMU metric named as a CSV header names it (the SQLite export's
     TASK_PMU_INFO metric strings, e.g. `aic_mac_ratio`), or None for an unknown metric."""
-    return _PMU_BY_HEADER.get(metric.strip().lower())
+    return _pmu_by_header.get(metric.strip().lower())
 
 
 def resolve_pmu(df: pd.DataFrame) -> dict[str, str]:

@@ -282,6 +282,9 @@ class DbSource:
         except DbError as exc:
             self.error(db.path, str(exc))
             return None
+        except sqlite3.DatabaseError as exc:  # damaged pages found only while reading rows
+            self.error(db.path, f"damaged SQLite file ({which}): {exc}")
+            return None
 
 
 def _needs(ctx, table: str) -> bool:
@@ -920,6 +923,9 @@ def _communication_links(db: DbFile) -> pd.DataFrame | None:
     m = db.select("CommAnalyzerMatrix", D.COMM_ANALYZER_MATRIX)
     if m is None:
         return None
+    # A row without both ranks (a damaged or half-written db) is not a link.
+    m = m[m["src_rank"].notna().to_numpy(dtype=bool) & m["dst_rank"].notna().to_numpy(dtype=bool)]
+    m = m.reset_index(drop=True)
     op = m["op"].astype(str)
     group = m["group"].fillna("").astype(str) if "group" in m else pd.Series([""] * len(m))
     key = np.where(group != "", op + "@" + group, op)
