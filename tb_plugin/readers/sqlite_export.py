@@ -285,6 +285,15 @@ class DbSource:
         except sqlite3.DatabaseError as exc:  # damaged pages found only while reading rows
             self.error(db.path, f"damaged SQLite file ({which}): {exc}")
             return None
+        except (ValueError, TypeError, OverflowError) as exc:
+            # A damaged or half-written row: NULL or text where the schema has a number.
+            self.error(db.path, f"{_what(fn)}: values this reader cannot use (a NULL or text "
+                                f"where a number must be; damaged or half-written file?): {exc}")
+            return None
+
+
+def _what(fn) -> str:
+    return fn.__name__.lstrip("_").replace("_", " ")
 
 
 def _needs(ctx, table: str) -> bool:
@@ -847,6 +856,7 @@ def _memory_allocations(db: DbFile, device_id) -> pd.DataFrame | None:
         df["device"] = _device_text(df.pop("device_id"))
     for c in ("release_ns", "duration_ns"):
         df[c] = df[c].fillna(-1).astype(np.int64) if c in df else np.full(len(df), -1, np.int64)
+    df = df[df["alloc_ns"].notna().to_numpy(dtype=bool)].reset_index(drop=True)  # no time: no row
     df["alloc_ns"] = df["alloc_ns"].astype(np.int64)
     return df
 

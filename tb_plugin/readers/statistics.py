@@ -30,7 +30,7 @@ def _device(df: pd.DataFrame, device_id) -> pd.DataFrame:
     if h is None or device_id is None:
         return df
     dev = pd.to_numeric(df[h], errors="coerce")
-    mine = (dev == int(device_id)).to_numpy()
+    mine = (dev == int(device_id)).fillna(False).to_numpy(dtype=bool)  # a bad cell is not ours
     return df[mine].reset_index(drop=True) if mine.any() else df
 
 

@@ -203,6 +203,10 @@ def _locate_events(mm, repairs: "_Utf8Repairs") -> tuple[int, int, dict, str | N
         raw = None
         meta_ok = False
         err = str(exc)
+    except RecursionError:  # nesting deeper than any trace: read the events as far as they go
+        raw = None
+        meta_ok = False
+        err = "JSON is nested too deeply"
     if meta_ok:
         view = memoryview(raw)
         if view.nbytes == 0:
