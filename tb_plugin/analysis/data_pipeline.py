@@ -1,6 +1,6 @@
 """The data pipeline view (MindSpore MindData): the op graph with its queues, the device and
 get_next queues, host CPU, and the bottleneck op by MindSpore's and MindInsight's rules
-(../shared/docs/ascend_tools_reference.md §4).
+(each threshold, with the source it comes from, is a row of advisor/thresholds.py).
 
 Input: the `pipeline_*` tables of readers/minddata.py. Thresholds come from the advisor's
 table (advisor/thresholds.py, overridable), passed in by the caller as a mapping.

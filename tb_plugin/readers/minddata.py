@@ -1,5 +1,5 @@
 """MindSpore data pipeline (MindData) files -> the `pipeline_*` tables (docs/formats.md §2.22,
-§2.23; ../shared/docs/ascend_tools_reference.md §4).
+§2.23).
 
 Two entry steps, one per reader that meets these files:
 - `read_legacy` (readers/mindspore_legacy.py, MindSpore <= 2.3 `profiler*/`, `{id}` = device):
