@@ -529,7 +529,7 @@ def analyze(profile: Profile, gap_ns: int = GAP_NS) -> dict:
             "device_idle_ns": float(idle[i]), "dispatch_bound_idle_ns": float(bound[i])})
     return {"calls": calls, "launches": launches, "gaps": gaps,
             "steps": pd.DataFrame(rows), "step_rows": rows, "kind": pt["kind"], "gap_ns": gap_ns,
-            "has_steps": bool(len(windows))}
+            "has_steps": bool(len(windows)), "dequeue_count": int(len(pt["dequeues"]))}
 
 
 def ops_table(calls: pd.DataFrame) -> pd.DataFrame:

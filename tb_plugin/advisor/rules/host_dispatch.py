@@ -48,8 +48,7 @@ def check(ctx):
     ctx.require_trace()
     gap_ns = int(ctx.t["dispatch_gap_us"] * 1000)
     a = dispatch.analyze(ctx.profile, gap_ns)
-    n_deq = int(len(dispatch.path_tables(ctx.profile)["dequeues"])) if a["kind"] == "task_queue" \
-        else 0
+    n_deq = a["dequeue_count"] if a["kind"] == "task_queue" else 0
     if a["kind"] != "task_queue" or n_deq < 2:
         raise NotApplicable("no task-queue Dequeue events (task queue off, or Level0 trace)")
     gaps, steps = a["gaps"], a["steps"]
