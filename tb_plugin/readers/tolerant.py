@@ -44,10 +44,146 @@ def us_text_to_ns(values) -> np.ndarray:
     if pa.types.is_floating(arr.type):
         f = arr.fill_null(0).to_numpy(zero_copy_only=False)
         return np.round(np.nan_to_num(f) * 1000.0).astype(np.int64)
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+    if not (pa.types.is_binary(arr.type) or pa.types.is_string(arr.type)):
         arr = arr.cast(pa.string())
-    elif not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.string())
+    # The text is read in place from the array's buffers (32-bit offsets).
+    _, offsets, data = arr.buffers()
+    off = np.frombuffer(offsets, np.int32, n + 1, arr.offset * 4)
+    buf = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    starts, ends = off[:-1].astype(np.int64), off[1:].astype(np.int64)
+    if arr.null_count:
+        ends = np.where(arr.is_valid().to_numpy(zero_copy_only=False), ends, starts)
+    return us_spans_to_ns(buf, starts, ends)
+
+
+def us_spans_to_ns(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`us_text_to_ns` of the texts buf[starts[i]:ends[i]] (bytes of one buffer, e.g. an Arrow
+    string array's data or the raw JSON values of a trace chunk), vectorized per text shape.
+
+    Why: a trace holds millions of timestamps and durations, and nearly all of them have one
+    of a few shapes (the same length and the same position of the point). Texts of one shape
+    are one uint8 matrix; their digits are weighted by powers of ten in one product. The few
+    texts of another form (an exponent, inner spaces, junk) go through the general parser.
+    """
+    n = len(starts)
+    out = np.zeros(n, np.int64)
+    if n == 0:
+        return out
+    starts = starts.astype(np.int64, copy=True)
+    ends = ends.astype(np.int64, copy=True)
+    # Strip the quotes and blanks around a value (a JSON string, a CSV cell with a tab).
+    if len(buf) == 0:
+        return out
+    for _ in range(3):
+        live = ends > starts
+        first = buf[np.minimum(starts, len(buf) - 1)]
+        last = buf[ends - 1]
+        lead = live & _STRIP[first]
+        trail = live & _STRIP[last] & (ends - 1 > starts)
+        if not (lead.any() or trail.any()):
+            break
+        starts += lead
+        ends -= trail
+    lengths = ends - starts
+    slow = lengths > _FAST_WIDTH
+    fast = np.flatnonzero((lengths > 0) & ~slow)
+    if len(fast):
+        lens = lengths[fast]
+        widths = np.flatnonzero(np.bincount(lens)).tolist()
+        for width in widths:
+            rows = fast if len(widths) == 1 else fast[lens == width]
+            # One row per text, `width` bytes each: a gather of rows from a window view.
+            m = np.lib.stride_tricks.sliding_window_view(buf, width)[starts[rows]]
+            _shape_group(m, rows, out, slow)
+    if slow.any():
+        bad = np.flatnonzero(slow)
+        texts = [bytes(buf[s:e]).decode("utf-8", "replace") for s, e in zip(starts[bad], ends[bad])]
+        out[bad] = _us_text_to_ns_general(pa.array(texts, pa.string()))
+    return out
+
+
+_FAST_WIDTH = 24
+_STRIP = np.zeros(256, bool)
+_STRIP[[ord(c) for c in ' \t\r\n"']] = True
+
+
+def _shape_group(m: np.ndarray, rows: np.ndarray, out: np.ndarray, slow: np.ndarray) -> None:
+    """Texts of one length as a uint8 matrix (one row each). When every row has the first
+    row's shape (its sign and point columns; the case of nearly every timestamp and duration
+    column), the digits are weighed in place; otherwise rows are grouped by point position.
+    Rows that are not a plain decimal are marked slow."""
+    width = m.shape[1]
+    digits = m - 48  # uint8: every byte that is not a digit becomes >= 10
+    first = m[0]
+    signed = first[0] in (43, 45)  # '+' / '-'
+    p = int(np.argmax(first == 46)) if 46 in first else width
+    lo = int(signed)
+    if (p - lo <= 16
+            and (digits[:, lo:p] < 10).all() and (digits[:, p + 1:] < 10).all()
+            and (p == width or (m[:, p] == 46).all())
+            and (not signed or ((m[:, 0] == 43) | (m[:, 0] == 45)).all())):
+        _weigh(digits, m, rows, p, lo, out, slow)
+        return
+    is_digit = digits < 10
+    dot = m == 46
+    n_dots = dot.sum(axis=1)
+    signs = (m[:, 0] == 45) | (m[:, 0] == 43)
+    bad = ~(is_digit | dot)
+    bad[:, 0] &= ~signs
+    ok = ~bad.any(axis=1) & (n_dots <= 1)
+    slow[rows[~ok]] = True
+    point = np.where(n_dots == 1, dot.argmax(axis=1), width)
+    for p in np.unique(point[ok]).tolist():
+        for lo in (0, 1):
+            sel = ok & (point == p) & (signs == bool(lo))
+            if sel.any():
+                _weigh(digits[sel], m[sel], rows[sel], p, lo, out, slow)
+
+
+def _weigh(digits, m, rows, p: int, lo: int, out, slow) -> None:
+    """Rows of one shape: `lo` sign columns, the point at column p (width: none)."""
+    if p - lo > 16:  # more whole µs than int64 ns hold
+        slow[rows] = True
+        return
+    ns = _decimal_ns(digits[:, lo:p], digits[:, p + 1:p + 5])
+    good = ns >= 0
+    if lo:
+        ns = np.where(m[:, 0] == 45, -ns, ns)
+    if good.all():
+        out[rows] = ns
+    else:
+        out[rows[good]] = ns[good]
+        slow[rows[~good]] = True
+
+
+def _decimal_ns(whole: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """ns of µs digit matrices (uint8 0-9): up to 16 whole µs digits and up to 4 fractional
+    digits (the 4th rounds to the nearest ns). -1 where the µs exceed what int64 ns hold.
+
+    The digits are laid out as three groups of eight bytes (whole µs right-aligned in 16,
+    then the 4 fractional digits after 4 zeros) and each group becomes its number with the
+    SWAR multiply-shift reduction, in uint64 lanes: no per-digit passes."""
+    n, k = whole.shape
+    t = frac.shape[1]
+    z = np.zeros((n, 24), np.uint8)
+    z[:, 16 - k:16] = whole
+    z[:, 20:20 + t] = frac
+    v = z.view("<u8")  # (n, 3); the first digit of a group is its lowest byte
+    v = v * np.uint64(10) + (v >> np.uint64(8))
+    v = ((v & _LANES) * _MUL_HI + ((v >> np.uint64(16)) & _LANES) * _MUL_LO) >> np.uint64(32)
+    v = (v & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    us = v[:, 0] * 10 ** 8 + v[:, 1]
+    ns = us * 1000 + (v[:, 2] + 5) // 10
+    return np.where(us <= _MAX_US_INT, ns, -1)
+
+
+_LANES = np.uint64(0x000000FF000000FF)
+_MUL_HI = np.uint64(100 + (1000000 << 32))
+_MUL_LO = np.uint64(1 + (10000 << 32))
+
+
+def _us_text_to_ns_general(arr) -> np.ndarray:
+    n = len(arr)
     s = pc.utf8_trim(arr, characters=' \t\r\n"').fill_null("")
     m = pc.extract_regex(s, r"^(?P<sign>[-+]?)(?P<i>[0-9]*)(?:\.(?P<f>[0-9]*))?$")
     plain = pc.is_valid(m).to_numpy(zero_copy_only=False)
@@ -83,6 +219,7 @@ def us_text_to_ns(values) -> np.ndarray:
 
 # The largest whole µs whose ns (plus a fraction) fits an int64.
 _MAX_US = str(np.iinfo(np.int64).max // 1000 - 1)
+_MAX_US_INT = int(_MAX_US)
 
 
 def to_int64(values) -> pd.arrays.IntegerArray:
