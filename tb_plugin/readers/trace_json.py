@@ -605,11 +605,14 @@ class _Builder:
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         pass
                 ok_rows = np.asarray(keep, np.int64)
-            if len(ok_rows):
+            if len(ok_rows) == n:
+                cols = [_raw_values(list(map(attrgetter(f"f{j}"), decoded)))
+                        for j in range(len(names))]
+            elif len(ok_rows):
                 for j, col in enumerate(cols):
                     col[ok_rows] = _raw_values(list(map(attrgetter(f"f{j}"), decoded)))
         for name, col in zip(names, cols):
-            part[name] = col.tolist()
+            part[name] = col  # an object array: joined by np.concatenate, no list per value
 
     def _common(self, evs: list[_Event]) -> dict:
         # One list per field (a comprehension each: ~70 ns per event and field, the cheapest
@@ -883,7 +886,7 @@ def _concat(parts: list[dict], cols: list[str]) -> pd.DataFrame:
     for c in list(parts[0]):
         pieces = [p.pop(c) for p in parts]
         first = pieces[0]
-        if isinstance(first, np.ndarray):
+        if isinstance(first, np.ndarray):  # numbers, or extracted args as objects
             v = np.concatenate(pieces) if len(pieces) > 1 else first
         elif isinstance(first, (pa.Array, pa.ChunkedArray)):
             v = pd.array(pa.chunked_array(pieces).combine_chunks(), dtype="string")
