@@ -19,6 +19,7 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 import os
 import re
+import shutil
 import tempfile
 import zlib
 from typing import Any, Callable
@@ -83,6 +84,7 @@ class TraceTables:
     args: pa.Table | None = None
     errors: list = dataclasses.field(default_factory=list)
     event_count: int = 0
+    decode_ranges: int = 1  # byte ranges decoded by separate processes (1: one process)
 
 
 def _key(v: Any) -> str:
@@ -420,12 +422,16 @@ def read_trace(path: str, **kw) -> TraceTables:
 def read_traces(paths: list[str], *, args_path: str | None = None, tmp_dir: str | None = None,
                 extract_args: dict[str, str] | None = None,
                 extract_for: Callable[[str, str], bool] | None = None,
-                chunk_bytes: int = CHUNK_BYTES, max_bytes: int = 64 << 30) -> TraceTables:
+                chunk_bytes: int = CHUNK_BYTES, max_bytes: int = 64 << 30,
+                decode_workers: int | None = None) -> TraceTables:
     """Read Chrome-trace files into one set of columns (tracks are shared by (pid, tid)).
 
     args_path: where to write the args side file (None: keep args in memory, for tests).
     extract_args: column name -> arg key, copied into slices/instants columns for events where
     `extract_for(ph, cat)` is true (default: all). Values are kept as Python objects.
+    decode_workers: processes that decode one large file in parallel byte ranges (None: as
+    many as the cores left free, for files of PARALLEL_MIN_BYTES or more; see
+    `_decode_workers`).
     A file that cannot be read at all, or only in part, is listed in `.errors` as
     (path, reason); events before the damage are kept. Raises InputError only when no file
     yields any event (message of the first failure).
@@ -436,7 +442,7 @@ def read_traces(paths: list[str], *, args_path: str | None = None, tmp_dir: str 
     metadata: dict = {}
     for path in paths:
         try:
-            meta = _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors)
+            meta = _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors, decode_workers)
             for k, v in meta.items():
                 metadata.setdefault(k, v)
         except InputError as exc:
@@ -449,7 +455,7 @@ def read_traces(paths: list[str], *, args_path: str | None = None, tmp_dir: str 
     return tables
 
 
-def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors) -> dict:
+def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors, workers=None) -> dict:
     try:
         size = os.path.getsize(path)
     except OSError as exc:
@@ -465,7 +471,8 @@ def _read_one(path, b, tmp_dir, chunk_bytes, max_bytes, errors) -> dict:
     try:
         if mm is None:
             raise InputError(gz_error or "file is empty")
-        return _read_mapped(mm, b, chunk_bytes, gz_error, path, errors)
+        return _read_mapped(mm, b, chunk_bytes, gz_error, path, errors,
+                            mapped_path=tmp_name or path, tmp_dir=tmp_dir, workers=workers)
     finally:
         if mm is not None:
             mm.close()
@@ -557,6 +564,7 @@ class _Builder:
         self.counter_rows: list[tuple] = []
         self.be_events: list[tuple] = []
         self.count = 0
+        self.decode_ranges = 1
 
     def track(self, pid, tid) -> int:
         return int(self.tracks.codes([(pid, tid)])[0])
@@ -801,7 +809,9 @@ def _finish_part(part: dict, has_dur: bool = True) -> dict:
     return out
 
 
-def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict:
+def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors, *,
+                 mapped_path: str | None = None, tmp_dir: str | None = None,
+                 workers: int | None = None) -> dict:
     repairs = _Utf8Repairs()
     start, end, metadata, error = _locate_events(mm, repairs)
     if start == end == 0:
@@ -812,18 +822,14 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict
         pos += 1
     if pos < end and mm[pos:pos + 1] == b"]":
         pos = end
-    while pos < end:
-        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
-        if evs:
-            b.add(evs)
-        del evs
-        if err:
-            error = err if error is None else f"{error}; {err}"
-            break
-        _release(mm, pos, nxt)
-        pos = nxt
-        while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
-            pos += 1
+    n_workers = _decode_workers(end - pos) if workers is None else workers
+    if n_workers > 1 and error is None and mapped_path:
+        ranges = _read_parallel(mm, mapped_path, pos, end, n_workers, b, chunk_bytes, tmp_dir,
+                                repairs)
+        if ranges:
+            b.decode_ranges = max(b.decode_ranges, ranges)
+            pos = end
+    error = _read_range(mm, pos, end, b, chunk_bytes, repairs, error)
     if gz_error:
         error = gz_error if error is None else f"{gz_error}; {error}"
     if error and b.count == before:
@@ -835,6 +841,189 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors) -> dict
     if error:
         errors.append((path, f"{error} (kept the {b.count - before} events before it)"))
     return metadata
+
+
+def _read_range(mm, pos: int, end: int, b: "_Builder", chunk_bytes: int,
+                repairs: _Utf8Repairs, error: str | None = None) -> str | None:
+    """Decode the events in mm[pos:end] chunk by chunk into `b`; the reason the range
+    ended early, if it did (events before the damage are kept)."""
+    while pos < end:
+        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
+        if evs:
+            b.add(evs)
+        del evs
+        if err:
+            return err if error is None else f"{error}; {err}"
+        _release(mm, pos, nxt)
+        pos = nxt
+        while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
+            pos += 1
+    return error
+
+
+# ---- one large file in parallel byte ranges ------------------------------------------------
+# Why: decoding is CPU-bound per event; a 1 GB trace is ~25 s on one core. Its event array is
+# cut at event boundaries into ranges, decoded by spawned processes (each with its own
+# builder, args side file and interned values) while this process decodes the first range;
+# the parts are then merged in file order, codes remapped to this builder's. Any damage in a
+# range (a truncated or invalid file) falls back to the one-process path, which keeps the
+# events before the damage and says where it is.
+
+PARALLEL_MIN_BYTES = 128 << 20
+MAX_DECODE_WORKERS = 4
+
+
+def _decode_workers(size: int) -> int:
+    """How many processes decode a file of `size` bytes: `$NPU_PROFILER_DECODE_WORKERS`, else
+    1 below PARALLEL_MIN_BYTES, else the cores not busy (1-minute load average; this process
+    counts as free)."""
+    env = os.environ.get("NPU_PROFILER_DECODE_WORKERS", "").strip()
+    if env.isdigit():
+        return max(1, min(int(env), 16))
+    if size < PARALLEL_MIN_BYTES:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(MAX_DECODE_WORKERS, cpus, int(cpus - busy + 1.5)))
+
+
+def _split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple[int, int]]:
+    """k byte ranges of the event array made of whole chunks: the cuts are exactly where the
+    one-process path cuts its chunks, so every chunk, every interned value and every args
+    row comes out as that path makes them (the merged tables are the same, byte for byte)."""
+    cuts = []
+    p = pos
+    while True:
+        m = _BOUNDARY.search(mm, p + chunk_bytes, end) if p + chunk_bytes < end - 1 else None
+        if m is None:
+            break
+        cuts.append((m.start() + 1, m.end() - 1))  # (end of a chunk, start of the next)
+        p = m.end() - 1
+    if not cuts:
+        return [(pos, end)]
+    k = min(k, len(cuts) + 1)
+    chosen = [cuts[round(i * (len(cuts) + 1) / k) - 1] for i in range(1, k)]
+    bounds, lo = [], pos
+    for chunk_end, next_start in chosen:
+        bounds.append((lo, chunk_end))
+        lo = next_start
+    bounds.append((lo, end))
+    return bounds
+
+
+def _decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_for,
+                      args_path: str, chunk_bytes: int) -> dict:
+    """Decode one range in a worker process; its builder's state, picklable."""
+    with open(mapped_path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        b = _Builder(_ArgsSink(args_path), extract_args, extract_for)
+        repairs = _Utf8Repairs()
+        err = _read_range(mm, lo, hi, b, chunk_bytes, repairs)
+        b.sink.close()
+        return _builder_state(b, repairs, err)
+    finally:
+        mm.close()
+
+
+def _builder_state(b: "_Builder", repairs: _Utf8Repairs, err: str | None) -> dict:
+    return {
+        "error": err, "repairs": repairs.sequences, "count": b.count, "args_rows": b.sink.rows,
+        "tracks": b.tracks.values, "names": b.names.values, "cats": b.cats.values,
+        "x_parts": b.x_parts, "i_parts": b.i_parts, "flow_parts": b.flow_parts,
+        "counter_rows": b.counter_rows, "be_events": b.be_events,
+        "meta_events": [(n, p, t, bytes(a)) for n, p, t, a in b.meta_events],
+    }
+
+
+def _read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "_Builder",
+                   chunk_bytes: int, tmp_dir: str | None, repairs: _Utf8Repairs) -> int:
+    """Decode mm[pos:end] in up to k ranges into `b`; how many, or 0 (and `b` untouched)
+    when it could not (no process could start, or a range is damaged: the caller reads the
+    file in one process)."""
+    import concurrent.futures as cf
+    import logging
+    import multiprocessing
+    import pickle
+
+    if multiprocessing.current_process().daemon:  # e.g. a Dask worker: no child processes
+        return 0
+    try:
+        pickle.dumps((b.extract_args, b.extract_for))
+    except Exception:  # a filter that is not a module-level function
+        return 0
+    ranges = _split_ranges(mm, pos, end, k, chunk_bytes)
+    if len(ranges) < 2:
+        return 0
+    work = tempfile.mkdtemp(prefix="trace-ranges-", dir=tmp_dir)
+    states: list[dict] = []
+    try:
+        with cf.ProcessPoolExecutor(len(ranges) - 1,
+                                    mp_context=multiprocessing.get_context("spawn")) as ex:
+            futures = [ex.submit(_decode_range_job, mapped_path, lo, hi, b.extract_args or None,
+                                 b.extract_for, os.path.join(work, f"args-{i}.arrow"),
+                                 chunk_bytes)
+                       for i, (lo, hi) in enumerate(ranges[1:], 1)]
+            first = _Builder(_ArgsSink(os.path.join(work, "args-0.arrow")),
+                             b.extract_args or None, b.extract_for)
+            first_repairs = _Utf8Repairs()
+            err = _read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
+                              first_repairs)
+            first.sink.close()
+            states.append(_builder_state(first, first_repairs, err))
+            del first
+            for f in futures:
+                states.append(f.result())
+    except Exception as exc:  # no process could start or run: decode in this one
+        logging.getLogger(__name__).warning("parallel trace decoding not used: %r", exc)
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
+    if any(st["error"] for st in states):
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
+    try:
+        for i, st in enumerate(states):
+            _merge_state(b, st, os.path.join(work, f"args-{i}.arrow"))
+            repairs.sequences += st["repairs"]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return len(ranges)
+
+
+def _merge_state(b: "_Builder", st: dict, args_file: str) -> None:
+    """Append one range's parts to `b`, in order: codes remapped, args rows offset."""
+    track_map = b.tracks.codes(st["tracks"]) if st["tracks"] else np.zeros(0, np.int32)
+    name_map = b.names.codes(st["names"]) if st["names"] else np.zeros(0, np.int32)
+    cat_map = b.cats.codes(st["cats"]) if st["cats"] else np.zeros(0, np.int32)
+    first_row = b.sink.rows
+    if st["args_rows"]:
+        with pa.memory_map(args_file) as src:
+            reader = pa.ipc.open_file(src)
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                b.sink._write(pa.record_batch([batch.column(0)], schema=b.sink._schema))
+                b.sink.rows += batch.num_rows
+    for key, target in (("x_parts", b.x_parts), ("i_parts", b.i_parts),
+                        ("flow_parts", b.flow_parts)):
+        for part in st[key]:
+            part["track_id"] = track_map[part["track_id"]]
+            part["name"] = name_map[part["name"]]
+            part["cat"] = cat_map[part["cat"]]
+            if "args_row" in part:
+                part["args_row"] = part["args_row"] + first_row
+            target.append(part)
+    b.counter_rows.extend((int(track_map[t]), ts, series, value)
+                          for t, ts, series, value in st["counter_rows"])
+    b.be_events.extend((ph, int(track_map[t]), ts, name, cat, args)
+                       for ph, t, ts, name, cat, args in st["be_events"])
+    b.meta_events.extend(st["meta_events"])
+    b.count += st["count"]
 
 
 def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
@@ -874,7 +1063,8 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
     tracks = _tracks(b, track_keys)
     return TraceTables(tracks=tracks, slices=slices, flows=flows, counters=counters,
                        instants=instants, metadata=metadata, args_path=args_path,
-                       args=args_table, errors=errors, event_count=b.count)
+                       args=args_table, errors=errors, event_count=b.count,
+                       decode_ranges=b.decode_ranges)
 
 
 def _concat(parts: list[dict], cols: list[str]) -> pd.DataFrame:

@@ -1,0 +1,106 @@
+"""One trace file decoded in parallel byte ranges gives exactly what one process gives.
+
+The one-process path (`decode_workers=1`, tested on its own by the reader tests) is the
+reference: every table, the args side file and the errors must be equal, value for value
+and in the same order, on real and generated traces with every kind of event.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from tb_plugin.readers import kineto, trace_json
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+SMALL_CHUNK = 16 << 10  # many chunks out of a small file
+
+
+def _fixture(pattern: str) -> str:
+    hits = sorted(glob.glob(os.path.join(FIXTURES, pattern), recursive=True))
+    assert hits, pattern
+    return hits[0]
+
+
+def _read(path, workers, **kw):
+    return trace_json.read_trace(path, chunk_bytes=SMALL_CHUNK, decode_workers=workers, **kw)
+
+
+def _assert_same(a, b):
+    for name in ("tracks", "slices", "flows", "counters", "instants"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    assert a.args.equals(b.args)
+    assert a.errors == b.errors
+    assert a.event_count == b.event_count
+    assert a.metadata == b.metadata
+
+
+def _every_kind_trace(path: str) -> None:
+    """X with args, B/E, counters, flows with int and str ids, instants, metadata, text."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Host"}},
+              {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "main"}}]
+    for i in range(1500):
+        ts = f"{1700000000000000 + i * 10}.{i % 1000:03d}"
+        events.append({"ph": "X", "name": f"op{i % 37}-名", "cat": "cpu_op", "pid": 1, "tid": 7,
+                       "ts": ts, "dur": f"{i % 9}.5", "args": {"Sequence number": i}})
+        if i % 5 == 0:
+            events.append({"ph": "s" if i % 2 else "f", "name": f"flow{i}", "cat": "async",
+                           "id": i if i % 3 else str(i), "pid": 1, "tid": 7, "ts": ts})
+        if i % 11 == 0:
+            events.append({"ph": "C", "name": "mem", "pid": 2, "tid": 0, "ts": ts,
+                           "args": {"used": i * 3, "free": "12.5"}})
+        if i % 13 == 0:
+            events.append({"ph": "i", "name": f"mark{i}", "s": "t", "pid": 1, "tid": 8,
+                           "ts": ts, "args": {"k": [i, i]}})
+        if i % 17 == 0:
+            events.append({"ph": "B", "name": "phase", "pid": 3, "tid": 1, "ts": ts})
+            events.append({"ph": "E", "pid": 3, "tid": 1, "ts": f"{1700000000000000 + i * 10 + 5}"})
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("[\n" + ",\n".join(json.dumps(e, ensure_ascii=False) for e in events) + "\n]\n")
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_generated_trace_with_every_kind_of_event(tmp_path, workers):
+    path = str(tmp_path / "trace_view.json")
+    _every_kind_trace(path)
+    one = _read(path, 1)
+    assert len(one.slices) > 1500 and len(one.flows) and len(one.counters) and len(one.instants)
+    many = _read(path, workers)
+    assert one.decode_ranges == 1 and many.decode_ranges == workers
+    _assert_same(one, many)
+
+
+def test_real_torch_npu_trace():
+    path = _fixture("advisor_planted/**/trace_view.json")
+    many = _read(path, 3)
+    assert many.decode_ranges == 3
+    _assert_same(_read(path, 1), many)
+
+
+def test_real_kineto_trace_with_extracted_args():
+    path = _fixture("real/kineto_resnet50_w0/*.pt.trace.json.gz")
+    kw = dict(extract_args=kineto.EXTRACT, extract_for=kineto._extract_for)
+    one = _read(path, 1, **kw)
+    assert one.slices["a_corr"].notna().any()
+    many = _read(path, 2, **kw)
+    assert many.decode_ranges == 2
+    _assert_same(one, many)
+
+
+def test_damaged_file_falls_back_to_one_process(tmp_path):
+    """A truncated file: the ranges after the damage cannot decode, so the file is read in
+    one process, which keeps what precedes the damage and says where it is."""
+    src = str(tmp_path / "whole.json")
+    _every_kind_trace(src)
+    data = open(src, "rb").read()
+    cut = str(tmp_path / "cut.json")
+    with open(cut, "wb") as fh:
+        fh.write(data[: int(len(data) * 0.7)])
+    one = _read(cut, 1)
+    assert one.errors and "truncated or invalid" in one.errors[0][1]
+    many = _read(cut, 3)
+    assert many.decode_ranges == 1
+    _assert_same(one, many)
