@@ -492,24 +492,23 @@ class _Interner:
 
     def codes(self, values) -> np.ndarray:
         get = self.table.get
-        try:
-            codes = list(map(get, values))  # C-level lookups; None where a value is new
+        n = len(values)
+        try:  # C-level lookups; -1 where a value is new
+            codes = np.fromiter(map(get, values, repeat(-1)), np.int32, n)
         except TypeError:  # an unhashable value (a list as a name, a dict as a pid)
             values = [_hashable(v) for v in values]
-            codes = list(map(get, values))
-        if None in codes:
-            codes = [-1 if c is None else c for c in codes]
+            codes = np.fromiter(map(get, values, repeat(-1)), np.int32, n)
+        new = np.flatnonzero(codes == -1)
+        if len(new):  # Python only for the values not seen before (and their repeats)
             table = self.table
-            for i, c in enumerate(codes):
-                if c == -1:
-                    v = values[i]
-                    c = table.get(v)
-                    if c is None:
-                        c = len(self.values)
-                        table[v] = c
-                        self.values.append(v)
-                    codes[i] = c
-        return np.array(codes, dtype=np.int32)
+            for i in new.tolist():
+                v = values[i]
+                c = table.get(v)
+                if c is None:
+                    c = table[v] = len(self.values)
+                    self.values.append(v)
+                codes[i] = c
+        return codes
 
     def finalize(self, normalize) -> tuple[list, np.ndarray]:
         """(unique normalized values, remap from code to index in them)."""
