@@ -579,6 +579,29 @@ class RemoteLogdir:
         return [f"{self.display}: {n}" for n in self.mirror.update(listing)]
 
 
+_MIRROR_PATH = re.compile(r"^(.*[/\\][0-9a-f]{24})[/\\]" + Mirror.TREE + r"(?:[/\\](.*))?$")
+_mirror_urls: dict[str, str | None] = {}
+
+
+def source_path(path: str) -> str:
+    """A name of a logdir file that is the same on every machine (cache keys hash it): for
+    a file of a remote logdir's mirror tree, its URL (the mirror's place depends on the
+    local cache directory); else its absolute path."""
+    path = os.path.abspath(path)
+    m = _MIRROR_PATH.match(path)
+    if m is None:
+        return path
+    directory = m.group(1)
+    if directory not in _mirror_urls:
+        mirror = Mirror.of_tree(os.path.join(directory, Mirror.TREE))
+        _mirror_urls[directory] = mirror.url if mirror is not None else None
+    url = _mirror_urls[directory]
+    if url is None:
+        return path
+    rel = (m.group(2) or "").replace(os.sep, "/")
+    return f"{url}/{rel}" if rel else url
+
+
 def materialize(logdir: str, paths: Iterable[str]) -> None:
     """Make the files a reader needs local: for a mirror tree, fetch the stubs among
     `paths` (and under those that are directories); nothing for a local logdir."""

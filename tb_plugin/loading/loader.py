@@ -195,7 +195,8 @@ class Loader:
 
     def notes(self) -> list[str]:
         with self._lock:
-            return ([self._pool_note] if self._pool_note else []) + list(self._notes)
+            # The pool's and the cache's (a shared cache URL not used, or only read).
+            return [n for n in (self._pool_note, self.cache.note) if n] + list(self._notes)
 
     def run(self, name: str) -> discovery.Run | None:
         with self._lock:
