@@ -15,7 +15,6 @@ that adds is the TensorBoard memory per rank. Prints one JSON document.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import subprocess
@@ -42,7 +41,7 @@ def measure_run(run_dir: str) -> list[dict]:
     cache = ProfileCache(tempfile.mkdtemp(prefix="scale-costs-"))
     runs, _ = discovery.discover(os.path.dirname(os.path.abspath(run_dir)))
     spans = [s for r in runs.values() for s in r.spans()
-             if s.root.startswith(os.path.abspath(run_dir))]
+             if s.root.startswith(os.path.abspath(run_dir) + os.sep)]
     out = []
     for span in spans:
         key = entry_key(span.producer, span.root, span.device_id, discovery.fingerprint(span))
@@ -71,16 +70,16 @@ def tb_memory(summary_paths: list[str], ranks: int) -> dict:
 
     from tb_plugin.analysis import distributed
 
-    docs = []
+    texts = []
     for p in summary_paths:
         with open(p, encoding="utf-8") as fh:
-            docs.append(json.load(fh))
+            texts.append(fh.read())
     proc = psutil.Process()
     before = proc.memory_info().rss
     t0 = time.process_time()
     summaries = []
-    for i in range(ranks):
-        d = copy.deepcopy(docs[i % len(docs)])
+    for i in range(ranks):  # parsed from the JSON text, as TensorBoard reads each one
+        d = json.loads(texts[i % len(texts)])
         summaries.append({**d, "rank": i, "worker": f"rank{i}", "span": "s"})
     held = proc.memory_info().rss
     view = distributed.run_view(summaries)

@@ -154,6 +154,32 @@ class ProfileCache:
             log.warning("%s", exc)
             return False
 
+    def prefetch(self, keys: list[str], kind: str | None = None, suffix: str = "") -> None:
+        """Fetch, in one batch of concurrent requests, what `has` (the entries' meta.json)
+        or `read_derived` (with `kind`, `suffix`) would fetch one by one for these keys:
+        thousands of ranks cost a few seconds, not a round trip each."""
+        if self.shared is None:
+            return
+        want = {}
+        for key in keys:
+            if kind is None:
+                path = os.path.join(self.entry_dir(key), META_FILE)
+                rel = self._entry_rel(key, META_FILE)
+            else:
+                path = self.derived_path(kind, key, suffix)
+                rel = self._derived_rel(kind, key, suffix)
+            if not os.path.isfile(path):
+                want[rel] = path
+        try:
+            self.shared.fetch_many(want)
+        except SharedCacheError as exc:  # each is tried again alone
+            log.warning("%s", exc)
+            return
+        if kind is None:
+            for rel, path in want.items():
+                if os.path.isfile(path):
+                    cache_store.mark_synced(os.path.dirname(path), [META_FILE])
+
     def _entry_rel(self, key: str, name: str = "") -> str:
         return f"{key[:2]}/{key}" + (f"/{name}" if name else "")
 

@@ -144,6 +144,33 @@ class SharedCache:
         os.replace(tmp, local_path)
         return True
 
+    def fetch_many(self, files: dict[str, str]) -> int:
+        """Download several small files (rel -> local path) with concurrent requests on
+        async backends; those the shared cache lacks are skipped. How many were fetched.
+        A failure of the whole batch raises SharedCacheError."""
+        if not files:
+            return 0
+        try:
+            fs, root = self.fs()
+            got = fs.cat([self.remote(r) for r in files], on_error="omit")
+        except Exception as exc:
+            raise SharedCacheError(f"{self.display}: cannot fetch from the shared cache:"
+                                   f" {self._reason(exc)}") from exc
+        by_remote = {fs._strip_protocol(self.remote(r)): r for r in files}
+        n = 0
+        for name, data in got.items():
+            rel = by_remote.get(fs._strip_protocol(name))
+            if rel is None or not isinstance(data, bytes):
+                continue
+            path = files[rel]
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+            n += 1
+        return n
+
     # ---- writing side (builders) -----------------------------------------------------------
     def publish(self, local_root: str, rels: list[str], last: str | None = None) -> None:
         """Upload the local files `rels` (relative to `local_root`), then `last`. Raises

@@ -96,6 +96,7 @@ class Loader:
             self._notes = notes
             self._spans, new = span_states(runs, self._spans)
             new += self._retry_fetches()
+        self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         for st in new:
             self._load_views(st)
 
