@@ -450,7 +450,9 @@ def write_profile(directory: str, profile: Profile) -> None:
     entry is complete when its meta.json exists)."""
     for name in profile.table_names():
         path = table_path(directory, name)
-        if profile.directory == directory and os.path.exists(path):
+        # A table of an entry from a shared cache that was never fetched here is there
+        # already (`profile.fetch`): fetching it only to write it back would move it twice.
+        if profile.directory == directory and (os.path.exists(path) or profile.fetch):
             continue
         write_table(path, profile.table(name))
     doc = {"meta": profile.meta.to_json(), "errors": [e.to_json() for e in profile.errors],
