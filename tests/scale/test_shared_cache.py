@@ -312,3 +312,63 @@ def test_cache_info_and_clear_work_on_the_url(s3, built, tmp_path):
     assert f"s3://{BUCKET}/{CACHE}/v3" in cleared.stdout
     assert _objects(s3, VERSIONED) == {}
     assert _objects(s3, f"{LOGS}/")  # the logdir is not the cache's to remove
+
+
+def _object_ids(s3, prefix: str) -> dict[str, tuple[str, object]]:
+    client = s3.client()
+    return {k: (h["ETag"], h["LastModified"]) for k in _objects(s3, prefix)
+            for h in [client.head_object(Bucket=BUCKET, Key=k)]}
+
+
+def test_a_timeline_built_on_another_machine_completes_the_shared_entry(s3, tmp_path,
+                                                                        monkeypatch):
+    """Views built on machine A, the timeline on machine B (another local directory): the
+    shared entry ends up as a local build would make it, and B re-uploads nothing it did
+    not change."""
+    from tb_plugin import discovery
+    from tb_plugin.cache import ProfileCache, entry_key
+    from tb_plugin.loading.build import build_entry, build_trace
+
+    for k, v in s3.env().items():
+        monkeypatch.setenv(k, v)
+    logdir = tmp_path / "logs"
+    shutil.copytree(os.path.join(FIXTURES, "torch_npu_level1"), logdir / "run")
+    runs, _ = discovery.discover(str(logdir))
+    span = next(s for r in runs.values() for s in r.spans())
+    key = entry_key(span.producer, span.root, span.device_id, discovery.fingerprint(span))
+    url, prefix = f"s3://{BUCKET}/split", "split/v3/"
+    a = ProfileCache(url, local=str(tmp_path / "a"))
+    b = ProfileCache(url, local=str(tmp_path / "b"))
+    assert a.note is None and a.publishes and b.publishes
+    build_entry(span, a.root, key)
+    entry = f"{prefix}{key[:2]}/{key}/"
+    meta = json.loads(s3.client().get_object(Bucket=BUCKET, Key=entry + "meta.json")["Body"].read())
+    assert meta["meta"]["trace_deferred"] and not meta["meta"].get("trace_ready")
+    before = _object_ids(s3, entry)
+    assert not os.path.exists(b.entry_dir(key))
+    time.sleep(1.1)  # LastModified has whole seconds: an upload now would show
+    build_trace(span, b.root, key)
+    after = _object_ids(s3, entry)
+    # Unchanged objects were not uploaded again (same ETag, same LastModified).
+    for k, (etag, modified) in before.items():
+        if k.endswith("/meta.json"):
+            continue
+        if after[k][0] == etag:
+            assert after[k][1] == modified, k
+    # The shared entry is what one local build makes, file for file.
+    local = ProfileCache(str(tmp_path / "local"))
+    build_entry(span, local.root, key)
+    build_trace(span, local.root, key)
+    mine = {n: open(os.path.join(local.entry_dir(key), n), "rb").read()
+            for n in os.listdir(local.entry_dir(key))}
+    theirs = {k[len(entry):]: s3.client().get_object(Bucket=BUCKET, Key=k)["Body"].read()
+              for k in after}
+    assert sorted(mine) == sorted(theirs)
+    assert len(mine) > 5
+    for name in mine:
+        if name == "meta.json":
+            assert _strip_volatile(json.loads(mine[name])) == \
+                _strip_volatile(json.loads(theirs[name]))
+            assert json.loads(theirs[name])["meta"]["trace_ready"] is True
+        else:
+            assert mine[name] == theirs[name], name
