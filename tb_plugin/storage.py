@@ -33,6 +33,9 @@ logdir becomes a local *mirror tree* that discovery walks like any logdir:
   /runs. S3 timeouts and retries are bounded (`BACKEND_OPTIONS`). Credentials and
   endpoints come from each backend's standard environment (`AWS_*`, `AWS_ENDPOINT_URL`,
   `GOOGLE_APPLICATION_CREDENTIALS`, `AZURE_STORAGE_*`, fsspec's `FSSPEC_<PROTOCOL>_<KEY>`).
+- Cache keys: `source_path` names a mirror tree's file by its URL, so the cache key of a
+  remote span is the same on every machine whatever its local cache directory (a shared
+  cache location, cache_store.py, relies on it).
 - Safety: read-only (objects are only listed and read); an entry whose name is not under
   the URL's prefix, or whose key has `.`/`..`/empty parts, backslashes or NULs, is left
   out (a note says so); the mirror holds no symlinks.
