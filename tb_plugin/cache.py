@@ -17,17 +17,27 @@ memory-maps the Arrow files instead of parsing again.
 
 The root is outside the logdir: `$NPU_PROFILER_CACHE_DIR`, else
 `${XDG_CACHE_HOME:-~/.cache}/tensorboard-plugin-npu-profiler`. When it cannot be written, a
-private temporary directory is used for this process only.
+private temporary directory is used for this process only. `$NPU_PROFILER_CACHE_DIR` may
+also be an fsspec URL (s3://bucket/prefix): a shared cache that builders publish entries to
+and TensorBoard fetches files from as views need them (`cache_store.py`); the local root is
+then this machine's mirror of it.
+
+Entry keys are the same on every machine: they hash the span's files by
+`storage.source_path` (a remote logdir's files by their URL, not by where they are mirrored).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
 import threading
 
+from . import cache_store, storage
+from .cache_store import CacheRoot, SharedCache, SharedCacheError
 from .lru import LRU
 from .model import FileError, Profile, ProfileMeta, table_path, write_table
 
@@ -37,40 +47,91 @@ from .model import FileError, Profile, ProfileMeta, table_path, write_table
 #    pmu_* columns; kineto operators as torch-tb-profiler builds them; step phases, op-type
 #    statistics, AI CPU tasks, the MindSpore data pipeline tables.
 VERSION = 3
+log = logging.getLogger(__name__)
 APP_DIR = "tensorboard-plugin-npu-profiler"
 META_FILE = "meta.json"
 
 
-def default_root() -> str:
-    env = os.environ.get("NPU_PROFILER_CACHE_DIR")
-    if env:
-        return os.path.abspath(os.path.expanduser(env))
+CACHE_ENV = "NPU_PROFILER_CACHE_DIR"
+
+
+def _base_root() -> str:
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(xdg, APP_DIR)
 
 
+def default_root() -> str:
+    """The local (unversioned) cache root: `$NPU_PROFILER_CACHE_DIR`, or this machine's
+    mirror of it when that is a URL, else the user's cache directory."""
+    env = os.environ.get(CACHE_ENV)
+    if env and storage.is_url(env):
+        return cache_store.local_dir_for(env, _base_root())
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    return _base_root()
+
+
 def entry_key(producer: str, root: str, device_id, fingerprint: list) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps([VERSION, producer, os.path.abspath(root), device_id,
-                         sorted(fingerprint)]).encode())
+    h.update(json.dumps([VERSION, producer, storage.source_path(root), device_id,
+                         sorted((storage.source_path(p), *rest) for p, *rest in fingerprint)]
+                        ).encode())
     return h.hexdigest()[:32]
 
 
 class ProfileCache:
-    def __init__(self, root: str | None = None):
-        root = root or default_root()
-        self.root = os.path.join(root, f"v{VERSION}")
-        self.writable = _ensure_writable(self.root)
+    """`root`: a local directory or a shared cache URL (default `$NPU_PROFILER_CACHE_DIR`);
+    `local`: this machine's directory for a URL (default `cache_store.local_dir_for`).
+    `note` says why a URL is not used, or only read (shown in /runs and by the CLI)."""
+
+    def __init__(self, root: str | None = None, local: str | None = None):
+        root = root or os.environ.get(CACHE_ENV) or ""
+        url = root.rstrip("/") if storage.is_url(root) else None
+        if url is not None:
+            base = os.path.abspath(os.path.expanduser(local)) if local else \
+                cache_store.local_dir_for(url, _base_root())
+        else:
+            base = os.path.abspath(os.path.expanduser(root)) if root else default_root()
+        self.note: str | None = None
+        self.shared: SharedCache | None = None
+        self.publishes = False  # builders of this cache publish to the shared cache
+        self.url = url
+        if url is not None:
+            shared = SharedCache(f"{url}/v{VERSION}")
+            readable, self.note = shared.probe()
+            if readable:
+                self.shared = shared
+                self.publishes = self.note is None
+            else:
+                self.note += f"; using the local cache {base}"
+            if self.note:
+                log.warning("%s", self.note)
+        path = os.path.join(base, f"v{VERSION}")
+        self.writable = _ensure_writable(path)
         if not self.writable:
-            self.root = tempfile.mkdtemp(prefix="npu-profiler-cache-")
+            path = tempfile.mkdtemp(prefix="npu-profiler-cache-")
             self.writable = True
+        self.root = CacheRoot(path, self.shared.url if self.shared else None,
+                              publish=self.publishes)
 
     @classmethod
     def at(cls, versioned_root: str) -> "ProfileCache":
         """The cache whose versioned root (`cache.root`) is already known, as a reader
-        process gets it: no version directory added, no probe."""
+        process gets it: no version directory added, no probe. A `CacheRoot` with a URL
+        brings its shared cache; when its local path cannot be used on this machine (a
+        Dask worker elsewhere), this machine's own mirror of that URL is used."""
         cache = cls.__new__(cls)
-        cache.root = versioned_root
+        cache.note = None
+        url = getattr(versioned_root, "url", None)
+        cache.url = url.rsplit("/", 1)[0] if url else None
+        cache.shared = cache_store.shared_cache(url) if url else None
+        cache.publishes = cache.shared is not None and getattr(versioned_root, "publish", True)
+        root = versioned_root
+        if url and not os.path.isdir(root) and not _ensure_writable(root):
+            base = cache_store.local_dir_for(cache.url, _base_root())
+            root = CacheRoot(os.path.join(base, os.path.basename(str(root))), url,
+                             publish=cache.publishes)
+        cache.root = root
         cache.writable = True
         return cache
 
@@ -83,7 +144,73 @@ class ProfileCache:
         return os.path.join(self.root, key[:2], key)
 
     def has(self, key: str) -> bool:
-        return os.path.isfile(os.path.join(self.entry_dir(key), META_FILE))
+        """Whether the entry is complete here, or in the shared cache (then its meta.json
+        is fetched: the rest of it comes when a view opens it)."""
+        if os.path.isfile(os.path.join(self.entry_dir(key), META_FILE)):
+            return True
+        try:
+            return self._fetch_entry_file(key, META_FILE)
+        except SharedCacheError as exc:  # built here instead
+            log.warning("%s", exc)
+            return False
+
+    def prefetch(self, keys: list[str], kind: str | None = None, suffix: str = "") -> None:
+        """Fetch, in one batch of concurrent requests, what `has` (the entries' meta.json)
+        or `read_derived` (with `kind`, `suffix`) would fetch one by one for these keys:
+        thousands of ranks cost a few seconds, not a round trip each."""
+        if self.shared is None:
+            return
+        want = {}
+        for key in keys:
+            if kind is None:
+                path = os.path.join(self.entry_dir(key), META_FILE)
+                rel = self._entry_rel(key, META_FILE)
+            else:
+                path = self.derived_path(kind, key, suffix)
+                rel = self._derived_rel(kind, key, suffix)
+            if not os.path.isfile(path):
+                want[rel] = path
+        try:
+            self.shared.fetch_many(want)
+        except SharedCacheError as exc:  # each is tried again alone
+            log.warning("%s", exc)
+            return
+        if kind is None:
+            for rel, path in want.items():
+                if os.path.isfile(path):
+                    cache_store.mark_synced(os.path.dirname(path), [META_FILE])
+
+    def _entry_rel(self, key: str, name: str = "") -> str:
+        return f"{key[:2]}/{key}" + (f"/{name}" if name else "")
+
+    def _fetch_entry_file(self, key: str, name: str) -> bool:
+        """Fetch one file of an entry from the shared cache (False: it has none). A shared
+        cache that fails here is reported as SharedCacheError."""
+        if self.shared is None:
+            return False
+        directory = self.entry_dir(key)
+        if not self.shared.fetch(self._entry_rel(key, name), os.path.join(directory, name)):
+            return False
+        cache_store.mark_synced(directory, [name])
+        return True
+
+    def _publish(self, key: str, names: list[str] | None = None) -> None:
+        """Upload the entry's files the shared cache lacks (or `names`), meta.json last
+        (best effort: a failure is logged, and the entry stays usable here)."""
+        if not self.publishes:
+            return
+        directory = self.entry_dir(key)
+        names = cache_store.unsynced(directory) if names is None else names
+        if not names:
+            return
+        try:
+            self.shared.publish(self.root, [self._entry_rel(key, n) for n in names],
+                                last=self._entry_rel(key, META_FILE)
+                                if META_FILE in names else None)
+        except SharedCacheError as exc:
+            log.warning("%s (entry %s stays local)", exc, key)
+            return
+        cache_store.mark_synced(directory, names)
 
     def new_work_dir(self, key: str) -> str:
         parent = os.path.join(self.root, key[:2])
@@ -99,14 +226,55 @@ class ProfileCache:
         except OSError:
             # Another process built the same entry first; keep theirs.
             shutil.rmtree(work_dir, ignore_errors=True)
+            return final
+        self._publish(key)
         return final
 
     def load(self, key: str) -> Profile:
-        return open_profile(self.entry_dir(key))
+        """The entry's profile (raises OSError / ValueError when it is unreadable). From a
+        shared cache: its tables are fetched when first opened, and a local meta.json
+        without the timeline is replaced by the shared one when that has it."""
+        directory = self.entry_dir(key)
+        if self.shared is None:
+            return open_profile(directory)
+        if not os.path.isfile(os.path.join(directory, META_FILE)):
+            if not self._fetch_entry_file(key, META_FILE):
+                raise FileNotFoundError(f"cache entry {key} is neither here nor in the shared"
+                                        f" cache {self.shared.display}")
+        profile = open_profile(directory)
+        if not profile.meta.trace_ready and self._newer_meta(key):
+            profile = open_profile(directory)
+        profile.fetch = lambda name: self._fetch_or_fail(key, name)
+        return profile
+
+    def _newer_meta(self, key: str) -> bool:
+        """Replace the local meta.json by the shared cache's when that one has the timeline."""
+        directory = self.entry_dir(key)
+        tmp = os.path.join(directory, f".shared-{META_FILE}")
+        try:
+            if not self.shared.fetch(self._entry_rel(key, META_FILE), tmp):
+                return False
+            if not _trace_ready(tmp):
+                return False
+            os.replace(tmp, os.path.join(directory, META_FILE))
+        except SharedCacheError as exc:
+            log.warning("%s", exc)
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+        cache_store.mark_synced(directory, [META_FILE])
+        return True
+
+    def _fetch_or_fail(self, key: str, name: str) -> None:
+        if not self._fetch_entry_file(key, name):
+            raise SharedCacheError(f"{self.shared.display}/{self._entry_rel(key, name)}:"
+                                   f" missing from the shared cache")
 
     def update(self, key: str, profile: Profile) -> None:
         """Write a later load stage's tables and meta into the existing entry."""
         write_profile(self.entry_dir(key), profile)
+        self._publish(key)
 
     # ---- maintenance (npu-profiler cache info / clear) ---------------------------------
     def stats(self) -> dict:
@@ -130,10 +298,41 @@ class ProfileCache:
         parent = os.path.dirname(self.root)
         others = sorted(d for d in _listdir(parent)
                         if d.startswith("v") and d[1:].isdigit() and d != f"v{VERSION}")
-        return {"root": self.root, "version": VERSION, "entries": entries,
-                "entries_with_timeline": timelines, "unfinished": unfinished,
-                "derived": dict(sorted(derived.items())), "bytes": size,
-                "other_versions": others}
+        out = {"root": str(self.root), "version": VERSION, "entries": entries,
+               "entries_with_timeline": timelines, "unfinished": unfinished,
+               "derived": dict(sorted(derived.items())), "bytes": size,
+               "other_versions": others}
+        if self.shared is not None:
+            out["shared"] = self.shared_stats()
+        return out
+
+    def shared_stats(self) -> dict:
+        """The same figures for the shared cache (one listing, then every meta.json)."""
+        files = self.shared.files()
+        metas = [rel for rel in files if rel.count("/") == 2 and len(rel.split("/")[0]) == 2
+                 and rel.endswith(f"/{META_FILE}")]
+        derived: dict[str, int] = {}
+        for rel in files:
+            parts = rel.split("/")
+            if len(parts) == 3 and len(parts[1]) == 2 and len(parts[0]) != 2:
+                derived[parts[0]] = derived.get(parts[0], 0) + 1
+        timelines = 0
+        for data in self.shared.read_many(metas).values():
+            try:
+                timelines += bool(json.loads(data).get("meta", {}).get("trace_ready"))
+            except (ValueError, AttributeError):
+                pass
+        return {"url": self.shared.display, "entries": len(metas),
+                "entries_with_timeline": timelines, "bytes": sum(files.values()),
+                "derived": dict(sorted(derived.items())),
+                "other_versions": [v for v in self.shared.versions() if v != f"v{VERSION}"]}
+
+    def has_shared(self, keys: list[str]) -> set[str]:
+        """Which of these entries the shared cache has complete (one listing)."""
+        if self.shared is None:
+            return set()
+        files = self.shared.files()
+        return {k for k in keys if self._entry_rel(k, META_FILE) in files}
 
     def clear(self, all_versions: bool = False) -> list[str]:
         """Remove this version's entries (and with `all_versions`, every version's); the
@@ -148,6 +347,8 @@ class ProfileCache:
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
         os.makedirs(self.root, exist_ok=True)
+        if self.publishes:  # a read-only shared cache is left alone (cache info says so)
+            removed += self.shared.remove(all_versions)
         return removed
 
     # ---- derived results kept next to the entries ---------------------------------------
@@ -157,11 +358,17 @@ class ProfileCache:
     def read_derived(self, kind: str, key: str, suffix: str):
         """The JSON document stored for an entry, or None when there is none (or it is
         unreadable: it is then computed again)."""
+        path = self.derived_path(kind, key, suffix)
         try:
-            with open(self.derived_path(kind, key, suffix), encoding="utf-8") as fh:
+            if not os.path.isfile(path) and self.shared is not None:
+                self.shared.fetch(self._derived_rel(kind, key, suffix), path)
+            with open(path, encoding="utf-8") as fh:
                 return json.load(fh)
         except (OSError, ValueError):
             return None
+
+    def _derived_rel(self, kind: str, key: str, suffix: str) -> str:
+        return f"{kind}/{key[:2]}/{key}{suffix}"
 
     def write_derived(self, kind: str, key: str, suffix: str, doc) -> None:
         """Store a JSON document for an entry (write-aside-and-rename; best effort: a
@@ -174,7 +381,12 @@ class ProfileCache:
                 json.dump(doc, fh)
             os.replace(tmp, path)
         except OSError:
-            pass
+            return
+        if self.publishes:
+            try:
+                self.shared.publish(self.root, [self._derived_rel(kind, key, suffix)])
+            except SharedCacheError as exc:
+                log.warning("%s", exc)
 
 
 class DerivedStore:
@@ -238,7 +450,9 @@ def write_profile(directory: str, profile: Profile) -> None:
     entry is complete when its meta.json exists)."""
     for name in profile.table_names():
         path = table_path(directory, name)
-        if profile.directory == directory and os.path.exists(path):
+        # A table of an entry from a shared cache that was never fetched here is there
+        # already (`profile.fetch`): fetching it only to write it back would move it twice.
+        if profile.directory == directory and (os.path.exists(path) or profile.fetch):
             continue
         write_table(path, profile.table(name))
     doc = {"meta": profile.meta.to_json(), "errors": [e.to_json() for e in profile.errors],

@@ -12,7 +12,9 @@ Uses the plugin's own discovery, readers, cache (the same cache directory as Ten
 progress line is drawn on stderr (when stderr is a terminal, or with --progress).
 `cache build` reads every profile of a logdir into the cache ahead of time (e.g. as a batch
 job next to the training cluster; `--scheduler` runs the parses on a Dask cluster), so a
-TensorBoard started on the same cache opens them at once.
+TensorBoard started on the same cache opens them at once. `$NPU_PROFILER_CACHE_DIR` may be
+an fsspec URL (a shared cache, cache_store.py): `build` publishes there and says how many
+entries the URL has; `info` and `clear` are about the URL and this machine's mirror of it.
 `--fail-on high` exits with status 1 when a finding of that severity (or higher) exists,
 for CI; status 2 is a usage or input error.
 """
@@ -245,13 +247,35 @@ def cmd_cache_build(args) -> int:
         for st in failed:
             print(f"  {st.span.run} {st.span.worker} {st.span.span}: could not be read: "
                   f"{st.error or st.trace_error}")
+        unpublished = []
+        if loader.cache.publishes:  # checked by listing the URL, not by the builders' word
+            built = [st for st in states if st not in failed]
+            published = loader.cache.has_shared([st.key for st in built])
+            unpublished = [st for st in built if st.key not in published]
+            print(f"{len(published)} of {len(built)} profiles published to the shared cache "
+                  f"{loader.cache.shared.display}")
+            for st in unpublished:
+                print(f"  {st.span.run} {st.span.worker} {st.span.span}: not published "
+                      f"(see the reader's log)")
     finally:
         loader.stop(terminate_readers=True)
-    return 1 if failed else 0
+    return 1 if failed or unpublished else 0
+
+
+def _cache_or_error() -> ProfileCache | None:
+    """The cache of $NPU_PROFILER_CACHE_DIR; None (after saying why) when it is a URL that
+    cannot be read: info and clear are about that URL, a local fallback would mislead."""
+    cache = ProfileCache()
+    if cache.url is not None and cache.shared is None:
+        print(f"npu-profiler: {cache.note}", file=sys.stderr)
+        return None
+    return cache
 
 
 def cmd_cache_info(args) -> int:
-    cache = ProfileCache()
+    cache = _cache_or_error()
+    if cache is None:
+        return 2
     info = cache.stats()
     if args.logdir is not None:
         try:  # a remote logdir is listed into its local mirror first
@@ -267,6 +291,9 @@ def cmd_cache_info(args) -> int:
                           "cached": len(built),
                           "cached_with_timeline": sum(
                               bool(cache.load(st.key).meta.trace_ready) for st in built)}
+        if cache.shared is not None:
+            info["logdir"]["in_shared_cache"] = len(
+                cache.has_shared([st.key for st in states.values()]))
     if args.format == "json":
         print(json.dumps(info, indent=2))
         return 0
@@ -278,15 +305,28 @@ def cmd_cache_info(args) -> int:
         print(f"  {info['unfinished']} unfinished builds (a reader was stopped; rebuilt on use)")
     if info["other_versions"]:
         print(f"  stale versions (clear with --all-versions): {', '.join(info['other_versions'])}")
+    if "shared" in info:
+        d = info["shared"]
+        print(f"shared cache {d['url']}: {d['entries']} profiles ({d['entries_with_timeline']}"
+              f" with timeline), {d['bytes'] / 1e6:,.1f} MB"
+              + (f"; derived: " + ", ".join(f"{k} {v}" for k, v in d["derived"].items())
+                 if d["derived"] else ""))
+    if cache.note:
+        print(f"  {cache.note}")
     if "logdir" in info:
         d = info["logdir"]
         print(f"  {d['path']}: {d['cached']} of {d['profiles']} profiles cached "
-              f"({d['cached_with_timeline']} with timeline)")
+              f"({d['cached_with_timeline']} with timeline)"
+              + (f", {d['in_shared_cache']} in the shared cache" if "in_shared_cache" in d
+                 else ""))
     return 0
 
 
 def cmd_cache_clear(args) -> int:
-    removed = ProfileCache().clear(all_versions=args.all_versions)
+    cache = _cache_or_error()
+    if cache is None:
+        return 2
+    removed = cache.clear(all_versions=args.all_versions)
     for path in removed:
         print(f"removed {path}")
     if not removed:

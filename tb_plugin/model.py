@@ -20,7 +20,7 @@ import dataclasses
 import os
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -681,6 +681,10 @@ class Profile:
     errors: list[FileError] = dataclasses.field(default_factory=list)
     directory: str | None = dataclasses.field(default_factory=lambda: _SPILL_DIR)
     rows: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Set by the cache for an entry of a shared cache location (cache_store.py): fetches one
+    # of the entry's files (by name) into `directory` before it is first read.
+    fetch: Callable[[str], None] | None = dataclasses.field(default=None, repr=False,
+                                                            compare=False)
 
     def __post_init__(self):
         if isinstance(self.meta, dict):
@@ -700,13 +704,20 @@ class Profile:
             with self._lock:
                 df = self.tables.get(name)
                 if df is None:
-                    df = read_table(table_path(self.directory, name))
+                    df = read_table(self.local_file(table_path(self.directory, name)))
                     self.tables[name] = df
             return df
         return empty_table(name)
 
     def has(self, name: str) -> bool:
         return self.rows.get(name, 0) > 0
+
+    def local_file(self, path: str) -> str:
+        """`path`, a file of this profile's directory, fetched first when the entry came
+        from a shared cache and the file is not here yet."""
+        if self.fetch is not None and not os.path.exists(path):
+            self.fetch(os.path.basename(path))
+        return path
 
     def set(self, name: str, df: pd.DataFrame, keep_extra: bool = False) -> None:
         df = conform(df, name, keep_extra=keep_extra)

@@ -11,6 +11,7 @@ from werkzeug import wrappers
 
 from .http import api_runs, views
 from .http.memo import ResponseMemo
+from .cache_store import SharedCacheError
 from .http.responses import ApiError, error_response
 from .loading import Loader
 
@@ -86,6 +87,8 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
                 return response
             except ApiError as err:
                 return error_response(err)
+            except SharedCacheError as exc:  # a file of the shared cache could not be fetched
+                return error_response(ApiError(502, str(exc)))
             except Exception as exc:  # never let a bug take the server down
                 log.exception("error in %s", request.path)
                 return error_response(ApiError(500, f"internal error: {exc.__class__.__name__}"))

@@ -33,6 +33,9 @@ logdir becomes a local *mirror tree* that discovery walks like any logdir:
   /runs. S3 timeouts and retries are bounded (`BACKEND_OPTIONS`). Credentials and
   endpoints come from each backend's standard environment (`AWS_*`, `AWS_ENDPOINT_URL`,
   `GOOGLE_APPLICATION_CREDENTIALS`, `AZURE_STORAGE_*`, fsspec's `FSSPEC_<PROTOCOL>_<KEY>`).
+- Cache keys: `source_path` names a mirror tree's file by its URL, so the cache key of a
+  remote span is the same on every machine whatever its local cache directory (a shared
+  cache location, cache_store.py, relies on it).
 - Safety: read-only (objects are only listed and read); an entry whose name is not under
   the URL's prefix, or whose key has `.`/`..`/empty parts, backslashes or NULs, is left
   out (a note says so); the mirror holds no symlinks.
@@ -577,6 +580,29 @@ class RemoteLogdir:
         except Exception as exc:
             raise StorageError(f"{self.display}: cannot list: {_reason(exc, proto)}") from exc
         return [f"{self.display}: {n}" for n in self.mirror.update(listing)]
+
+
+_MIRROR_PATH = re.compile(r"^(.*[/\\][0-9a-f]{24})[/\\]" + Mirror.TREE + r"(?:[/\\](.*))?$")
+_mirror_urls: dict[str, str | None] = {}
+
+
+def source_path(path: str) -> str:
+    """A name of a logdir file that is the same on every machine (cache keys hash it): for
+    a file of a remote logdir's mirror tree, its URL (the mirror's place depends on the
+    local cache directory); else its absolute path."""
+    path = os.path.abspath(path)
+    m = _MIRROR_PATH.match(path)
+    if m is None:
+        return path
+    directory = m.group(1)
+    if directory not in _mirror_urls:
+        mirror = Mirror.of_tree(os.path.join(directory, Mirror.TREE))
+        _mirror_urls[directory] = mirror.url if mirror is not None else None
+    url = _mirror_urls[directory]
+    if url is None:
+        return path
+    rel = (m.group(2) or "").replace(os.sep, "/")
+    return f"{url}/{rel}" if rel else url
 
 
 def materialize(logdir: str, paths: Iterable[str]) -> None:

@@ -598,7 +598,7 @@ def args_reader(profile: Profile):
     from ..readers.trace_json import read_args
     path = None
     if profile.directory and profile.meta.args_file:
-        path = os.path.join(profile.directory, profile.meta.args_file)
+        path = profile.local_file(os.path.join(profile.directory, profile.meta.args_file))
         if not os.path.isfile(path):
             path = None
     table = profile.meta.args_table

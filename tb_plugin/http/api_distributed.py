@@ -98,6 +98,8 @@ def _collect(loader: Loader, args):
 
 
 def _summaries_for(loader: Loader, run, keys) -> list[dict]:
+    # From a shared cache, every rank's summary in one batch of requests.
+    loader.cache.prefetch([k for *_, k in keys], "distributed", dist.SUMMARY_SUFFIX)
     out = []
     for rank, worker, span, key in keys:
         def load(worker=worker, span=span):

@@ -64,6 +64,13 @@ class DaskReaderPool:
         task.add_done_callback(lambda t: self._finished(outcome, t))
         return outcome
 
+    def trace_slots(self) -> int:
+        """How many timeline builds to run at once: the cluster's worker threads now."""
+        try:
+            return max(1, sum(self.client.nthreads().values()))
+        except Exception:  # the scheduler went away: the task submission will say so
+            return 1
+
     def _finished(self, outcome: cf.Future, task) -> None:
         with self._lock:
             self._pending.discard(task)

@@ -6,9 +6,9 @@ timeline; a span's state (`spans.py`) records each stage and the facts a finishe
 left in the cache; finished profiles are opened from the cache on request
 (`profiles.py`); `/runs` status is a pure function of the states (`status.py`).
 
-Order: timelines are indexed one at a time, and only once no span's views are waiting, so
-every run becomes browsable before any timeline is indexed and a core stays free for
-TensorBoard's own requests.
+Order: timelines are indexed only once no span's views are waiting, so every run becomes
+browsable before any timeline is indexed; one at a time with local readers, so a core stays
+free for TensorBoard's own requests, as many at once as a Dask cluster has worker threads.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class Loader:
         self._build = build
         self._build_trace = build_trace
         self._trace_queue: collections.deque[SpanState] = collections.deque()
-        self._trace_running = False
+        self._traces_running = 0
         # Spans whose files could not be fetched from a remote logdir: tried again at the
         # next scan (their files did not change, so the scan alone would keep the error).
         self._fetch_failed: set[SpanId] = set()
@@ -96,6 +96,7 @@ class Loader:
             self._notes = notes
             self._spans, new = span_states(runs, self._spans)
             new += self._retry_fetches()
+        self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         for st in new:
             self._load_views(st)
 
@@ -158,15 +159,20 @@ class Loader:
             return None
 
     def _start_traces(self) -> None:
-        with self._lock:
-            if self._trace_running or not self._trace_queue:
-                return
-            if any(s.state in ("pending", "loading") for s in self._spans.values()):
-                return
-            st = self._trace_queue.popleft()
-            self._trace_running = True
-        fut = self._pool.submit(self._build_trace, st.span, self.cache.root, st.key)
-        fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
+        # One timeline at a time with local readers (a core stays free for TensorBoard); as
+        # many as the cluster has worker threads on Dask (else 8,192 timelines would queue
+        # behind each other on a cluster of hundreds of workers).
+        slots = max(1, int(getattr(self._pool, "trace_slots", lambda: 1)()))
+        while True:
+            with self._lock:
+                if self._traces_running >= slots or not self._trace_queue:
+                    return
+                if any(s.state in ("pending", "loading") for s in self._spans.values()):
+                    return
+                st = self._trace_queue.popleft()
+                self._traces_running += 1
+            fut = self._pool.submit(self._build_trace, st.span, self.cache.root, st.key)
+            fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
 
     def _trace_done(self, st: SpanState, fut) -> None:
         try:
@@ -184,7 +190,7 @@ class Loader:
                     st.trace_finished(facts)
         finally:
             with self._lock:
-                self._trace_running = False
+                self._traces_running = 0
             if not self._stopped:
                 self._start_traces()
 
@@ -195,7 +201,8 @@ class Loader:
 
     def notes(self) -> list[str]:
         with self._lock:
-            return ([self._pool_note] if self._pool_note else []) + list(self._notes)
+            # The pool's and the cache's (a shared cache URL not used, or only read).
+            return [n for n in (self._pool_note, self.cache.note) if n] + list(self._notes)
 
     def run(self, name: str) -> discovery.Run | None:
         with self._lock:

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Measured per-rank costs for the scale-out arithmetic of docs/scale.md.
+
+    .venv/bin/python benchmarks/scale_costs.py RUN_DIR [RUN_DIR ...] [--summaries 8192]
+
+Each RUN_DIR is a generated torch_npu run (`fixtures/generate.py --out RUN_DIR --ranks N
+--trace-mb X`). Every rank is built in this process, one after the other, exactly as a
+reader or Dask worker builds it (`build_entry`, then `build_trace`, into a fresh local
+cache), and measured by CPU time (`time.process_time`: the machine is shared, so wall time
+would measure the neighbours). Then the TensorBoard side: the per-rank summaries of the
+first run are replicated to `--summaries` ranks (distinct rank numbers) and held in memory
+with the distributed whole-run view computed over them, as `/distributed` does; the RSS
+that adds is the TensorBoard memory per rank. Prints one JSON document.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def _size(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def measure_run(run_dir: str) -> list[dict]:
+    from tb_plugin import discovery
+    from tb_plugin.analysis import distributed
+    from tb_plugin.cache import ProfileCache, entry_key
+    from tb_plugin.loading.build import build_entry, build_trace
+
+    cache = ProfileCache(tempfile.mkdtemp(prefix="scale-costs-"))
+    runs, _ = discovery.discover(os.path.dirname(os.path.abspath(run_dir)))
+    spans = [s for r in runs.values() for s in r.spans()
+             if s.root.startswith(os.path.abspath(run_dir) + os.sep)]
+    out = []
+    for span in spans:
+        key = entry_key(span.producer, span.root, span.device_id, discovery.fingerprint(span))
+        trace = [f for f in span.files if os.path.basename(f) == "trace_view.json"]
+        c0 = time.process_time()
+        build_entry(span, cache.root, key)
+        c1 = time.process_time()
+        build_trace(span, cache.root, key)
+        c2 = time.process_time()
+        summary = cache.derived_path("distributed", key, distributed.SUMMARY_SUFFIX)
+        derived = sum(_size(os.path.join(cache.root, kind, key[:2]))
+                      for kind in os.listdir(cache.root) if len(kind) > 2
+                      and os.path.isdir(os.path.join(cache.root, kind, key[:2])))
+        out.append({"rank": span.rank, "input_bytes": sum(_size(f) for f in span.files),
+                    "trace_bytes": sum(_size(f) for f in trace),
+                    "views_cpu_s": round(c1 - c0, 3), "trace_cpu_s": round(c2 - c1, 3),
+                    "entry_bytes": _size(cache.entry_dir(key)), "derived_bytes": derived,
+                    "summary_bytes": _size(summary) if os.path.exists(summary) else 0,
+                    "summary_path": summary})
+    return out
+
+
+def tb_memory(summary_paths: list[str], ranks: int) -> dict:
+    """RSS added by holding `ranks` summaries and the whole-run view over them."""
+    import psutil
+
+    from tb_plugin.analysis import distributed
+
+    texts = []
+    for p in summary_paths:
+        with open(p, encoding="utf-8") as fh:
+            texts.append(fh.read())
+    proc = psutil.Process()
+    before = proc.memory_info().rss
+    t0 = time.process_time()
+    summaries = []
+    for i in range(ranks):  # parsed from the JSON text, as TensorBoard reads each one
+        d = json.loads(texts[i % len(texts)])
+        summaries.append({**d, "rank": i, "worker": f"rank{i}", "span": "s"})
+    held = proc.memory_info().rss
+    view = distributed.run_view(summaries)
+    t1 = time.process_time()
+    after = proc.memory_info().rss
+    return {"ranks": ranks, "rss_summaries_mb": round((held - before) / 2**20, 1),
+            "rss_with_view_mb": round((after - before) / 2**20, 1),
+            "view_json_mb": round(len(json.dumps(view, default=str)) / 2**20, 2),
+            "cpu_s": round(t1 - t0, 2)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--summaries", type=int, default=8192)
+    a = ap.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
+                            capture_output=True, text=True).stdout.strip()
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
+              "runs": {}}
+    for run in a.runs:
+        result["runs"][run] = measure_run(run)
+    first = next(iter(result["runs"].values()))
+    paths = [r["summary_path"] for r in first if r["summary_bytes"]]
+    if paths:
+        result["tb_memory"] = tb_memory(paths, a.summaries)
+    for rows in result["runs"].values():
+        for r in rows:
+            r.pop("summary_path")
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
