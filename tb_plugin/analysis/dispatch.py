@@ -31,6 +31,9 @@ entry after the timeline stage (`precompute`) and kept as a derived document (`S
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 import pandas as pd
 
@@ -466,9 +469,42 @@ def device_idle(kernels: pd.DataFrame, launches: pd.DataFrame, windows: pd.DataF
     return idle.astype(np.float64), bound
 
 
+# id(profile) -> (profile, {gap_ns: analysis}) while a `shared_analysis` block runs; the
+# profile is held so that its id cannot be reused by another one meanwhile.
+_SHARED: dict[int, tuple[Profile, dict]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def shared_analysis(profile: Profile):
+    """Within this block `analyze(profile, gap_ns)` is computed once per gap_ns and shared
+    by its callers (the reader process runs the advisor's host_dispatch rule and makes the
+    stored document right after each other, on tables that no longer change). Outside such
+    a block nothing is kept: an open profile in TensorBoard holds no analysis tables."""
+    with _SHARED_LOCK:
+        _SHARED[id(profile)] = (profile, {})
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _SHARED.pop(id(profile), None)
+
+
 def analyze(profile: Profile, gap_ns: int = GAP_NS) -> dict:
     """Every dispatch number of a profile as tables: `calls` (per call, with step, path,
-    launch figures), `launches`, `gaps` (dequeue gaps over gap_ns), `steps`, `kind`."""
+    launch figures), `launches`, `gaps` (dequeue gaps over gap_ns), `steps`, `kind`.
+    The result is read only by its callers (shared within `shared_analysis`)."""
+    with _SHARED_LOCK:
+        shared = _SHARED.get(id(profile))
+    if shared is None or shared[0] is not profile:
+        return _analyze(profile, gap_ns)
+    results = shared[1]
+    if gap_ns not in results:
+        results[gap_ns] = _analyze(profile, gap_ns)
+    return results[gap_ns]
+
+
+def _analyze(profile: Profile, gap_ns: int) -> dict:
     pt = path_tables(profile)
     windows = _windows(profile)
     calls, launches = pt["calls"].copy(), pt["launches"]
