@@ -33,3 +33,8 @@ def pid_then_sleep(path: str, seconds: float) -> None:
     with open(path, "w") as fh:
         fh.write(str(os.getpid()))
     time.sleep(seconds)
+
+
+def pid_of(n: int) -> tuple[int, int]:
+    """(n, the id of the process that ran it)."""
+    return n, os.getpid()
