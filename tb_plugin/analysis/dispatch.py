@@ -585,20 +585,29 @@ def ops_table(calls: pd.DataFrame) -> pd.DataFrame:
         "launch_delay_us": g["launch_delay_ns"].mean() / 1000.0,
         "launch_delay_max_us": g["launch_delay_ns"].max() / 1000.0,
         "compile_us": g["compile_ns"].sum() / 1000.0,
-        # the path most of the op's calls took (aclop wins a tie: it is the slow one)
-        "path": g["path"].agg(_main_path),
     }).reset_index()
+    main = _main_paths(calls["name"], calls["path"])
+    df["path"] = pd.Series([main.get(n) for n in df["name"]], index=df.index)
     df.loc[df["launches"] == 0, "launch_us"] = np.nan
     return df[cols]
 
 
-def _main_path(paths: pd.Series):
-    v = paths.dropna()
-    if len(v) == 0:
-        return None
-    counts = v.value_counts()
-    best = counts[counts == counts.max()].index.tolist()
-    return "aclop" if "aclop" in best else best[0]
+def _main_paths(names: pd.Series, paths: pd.Series) -> dict:
+    """Op name -> the path most of its calls took (aclop wins a tie: it is the slow one;
+    otherwise the first seen of the tied ones), for the names with any path. One pass over
+    the calls: a pandas value_counts per op name cost more than the rest of the table."""
+    counts: dict = {}
+    for name, path in zip(names.tolist(), paths.tolist()):
+        if path is None or path != path:  # no path (None / NaN)
+            continue
+        per_path = counts.setdefault(name, {})
+        per_path[path] = per_path.get(path, 0) + 1
+    out = {}
+    for name, per_path in counts.items():
+        top = max(per_path.values())
+        best = [p for p, n in per_path.items() if n == top]
+        out[name] = "aclop" if "aclop" in best else best[0]
+    return out
 
 
 def _us(v):
