@@ -287,6 +287,17 @@ def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
     return pd.array([""] * n, dtype="string")
 
 
+def _copy_on_write() -> bool:
+    """Whether pandas copies a shared column before it is written to (pandas 3, or 2.x
+    with the option on): then a conformed frame may share the input's columns."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    try:
+        return pd.options.mode.copy_on_write is True
+    except AttributeError:
+        return False
+
+
 def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFrame:
     """Return `df` with exactly the schema's columns (in order) and dtypes.
 
@@ -308,15 +319,21 @@ def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFr
                     s = pd.to_numeric(s, errors="coerce").fillna(0).astype(dtype)
                 else:
                     s = s.astype(dtype)
-            out[col] = s.reset_index(drop=True) if isinstance(s, pd.Series) else s
+            # By position (the frame's index is not kept). The columns' arrays, not the
+            # Series: a frame built from Series aligns their indexes first, which cost
+            # about half of this function on the small tables of a small profile.
+            out[col] = s.array if isinstance(s, pd.Series) else s
         else:
             out[col] = _empty_column(dtype, n)
-    result = pd.DataFrame(out)
+    shared = _copy_on_write()
+    result = pd.DataFrame(out, copy=not shared)
     if keep_extra:
         # one concat: a kernels table may carry ~150 PMU counter columns
-        extra = {col: df[col].reset_index(drop=True) for col in df.columns if col not in schema}
+        extra = {col: df[col].array for col in df.columns if col not in schema}
         if extra:
-            result = pd.concat([result, pd.DataFrame(extra, index=result.index)], axis=1)
+            result = pd.concat([result, pd.DataFrame(extra, index=result.index,
+                                                        copy=not shared)],
+                               axis=1)
     return result
 
 
