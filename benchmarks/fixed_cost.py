@@ -30,7 +30,8 @@ def measure(logdir: str, spans: int, views_only: bool, cprofile: str | None) -> 
     from tb_plugin.cache import ProfileCache, entry_key
     from tb_plugin.loading import build_entry, build_trace
 
-    cache = ProfileCache(tempfile.mkdtemp(prefix="npu-prof-fixed-cost-"))
+    scratch = tempfile.mkdtemp(prefix="npu-prof-fixed-cost-")
+    cache = ProfileCache(scratch)
     runs, _ = discovery.discover(os.path.abspath(logdir))
     chosen = [s for r in runs.values() for s in r.spans()][:spans]
     prof = None
@@ -54,7 +55,7 @@ def measure(logdir: str, spans: int, views_only: bool, cprofile: str | None) -> 
     if prof is not None:
         prof.disable()
         prof.dump_stats(cprofile)
-    return {"stages": out, "cache": cache.root}
+    return {"stages": out, "cache": scratch}
 
 
 def main(argv=None) -> int:
