@@ -206,31 +206,43 @@ class _Walker:
 
 def _list_files(root: str, logdir: str, limit: int = 20000) -> list[str]:
     """Every regular file under root (bounded), for the cache key. Symlinks out of the
-    logdir are left out (a reader that looks for such a file reports it)."""
-    out = []
-    seen = set()
+    logdir are left out (a reader that looks for such a file reports it).
+
+    Directory entries say themselves whether they are links (no lstat per file): a scan
+    lists every file of every span each poll, ~17,000 files for 1,000 ranks."""
+    out: list[str] = []
+    seen: set[tuple[int, int]] = set()
     framework = _is_framework_span(root)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+
+    def visit(dirpath: str) -> bool:  # False once the limit is reached
         try:
             st = os.stat(dirpath)
+            with os.scandir(dirpath) as it:
+                entries = list(it)
         except OSError:
-            continue
+            return True
         if (st.st_dev, st.st_ino) in seen:
-            dirnames[:] = []
-            continue
+            return True
         seen.add((st.st_dev, st.st_ino))
-        # Raw CANN data under a torch_npu span is not read; skip it (it can be huge).
-        dirnames[:] = [d for d in dirnames
-                       if not (framework and PROF_DIR.match(d))
-                       and d not in SKIPPED_SUBDIRS
-                       and _followable(os.path.join(dirpath, d), logdir)]
-        for f in filenames:
-            full = os.path.join(dirpath, f)
-            if not _followable(full, logdir):
-                continue
-            out.append(full)
-            if len(out) >= limit:
-                return sorted(out)
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()  # a link to a directory counts as one, as os.walk does
+            except OSError:
+                is_dir = False
+            followable = not e.is_symlink() or inside_logdir(e.path, logdir)
+            if is_dir:
+                # Raw CANN data under a torch_npu span is not read; skip it (it can be huge).
+                if (followable and not (framework and PROF_DIR.match(e.name))
+                        and e.name not in SKIPPED_SUBDIRS):
+                    subdirs.append(e.path)
+            elif followable:
+                out.append(e.path)
+                if len(out) >= limit:
+                    return False
+        return all(visit(d) for d in subdirs)
+
+    visit(root)
     return sorted(out)
 
 

@@ -287,6 +287,17 @@ def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
     return pd.array([""] * n, dtype="string")
 
 
+def _copy_on_write() -> bool:
+    """Whether pandas copies a shared column before it is written to (pandas 3, or 2.x
+    with the option on): then a conformed frame may share the input's columns."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    try:
+        return pd.options.mode.copy_on_write is True
+    except AttributeError:
+        return False
+
+
 def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFrame:
     """Return `df` with exactly the schema's columns (in order) and dtypes.
 
@@ -308,15 +319,21 @@ def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFr
                     s = pd.to_numeric(s, errors="coerce").fillna(0).astype(dtype)
                 else:
                     s = s.astype(dtype)
-            out[col] = s.reset_index(drop=True) if isinstance(s, pd.Series) else s
+            # By position (the frame's index is not kept). The columns' arrays, not the
+            # Series: a frame built from Series aligns their indexes first, which cost
+            # about half of this function on the small tables of a small profile.
+            out[col] = s.array if isinstance(s, pd.Series) else s
         else:
             out[col] = _empty_column(dtype, n)
-    result = pd.DataFrame(out)
+    shared = _copy_on_write()
+    result = pd.DataFrame(out, copy=not shared)
     if keep_extra:
         # one concat: a kernels table may carry ~150 PMU counter columns
-        extra = {col: df[col].reset_index(drop=True) for col in df.columns if col not in schema}
+        extra = {col: df[col].array for col in df.columns if col not in schema}
         if extra:
-            result = pd.concat([result, pd.DataFrame(extra, index=result.index)], axis=1)
+            result = pd.concat([result, pd.DataFrame(extra, index=result.index,
+                                                        copy=not shared)],
+                               axis=1)
     return result
 
 
@@ -398,6 +415,7 @@ def read_table(path: str) -> pd.DataFrame:
 # --------------------------------------------------------------------------- step windows
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _no_windows() -> pd.DataFrame:
@@ -419,18 +437,25 @@ def profiler_step_windows(slices: pd.DataFrame) -> pd.DataFrame:
         step_names = [c for c in cats if isinstance(c, str) and c.startswith("ProfilerStep#")]
     if not step_names:
         return _no_windows()
-    rows = slices[names.isin(step_names)]
-    steps = rows["name"].astype(str).str.extract(PROFILER_STEP)[0]
-    df = pd.DataFrame({"step": pd.to_numeric(steps, errors="coerce"),
-                       "start_ns": rows["start_ns"].to_numpy(),
-                       "end_ns": rows["start_ns"].to_numpy() + rows["dur_ns"].to_numpy()})
-    df = df.dropna(subset=["step"])
-    if len(df) == 0:
+    is_row = np.asarray(names.isin(step_names), dtype=bool)
+    # The step number of each distinct step name, then per row (numpy from here on: this
+    # runs several times per profile, and pandas' groupby costs ~10 ms on any input).
+    number = {n: int(m.group(1)) for n in step_names
+              if isinstance(n, str) and (m := PROFILER_STEP.match(n))}
+    number = {n: v for n, v in number.items() if v <= _INT64_MAX}
+    row_steps = [number.get(n) for n in names[is_row].astype(str)]
+    ok = np.array([v is not None for v in row_steps], dtype=bool)
+    if not ok.any():
         return _no_windows()
-    df["step"] = df["step"].astype(np.int64)
-    df = df.groupby("step", as_index=False).agg(start_ns=("start_ns", "min"),
-                                               end_ns=("end_ns", "max"))
-    return df.sort_values("step").reset_index(drop=True)
+    start = slices["start_ns"].to_numpy()[is_row][ok]
+    end = start + slices["dur_ns"].to_numpy()[is_row][ok]
+    steps = np.array([v for v in row_steps if v is not None], dtype=np.int64)
+    order = np.argsort(steps, kind="stable")
+    steps = steps[order]
+    first = np.flatnonzero(np.concatenate([[True], steps[1:] != steps[:-1]]))
+    return pd.DataFrame({"step": steps[first],
+                         "start_ns": np.minimum.reduceat(start[order], first),
+                         "end_ns": np.maximum.reduceat(end[order], first)})
 
 
 def step_windows(profile: "Profile") -> pd.DataFrame:

@@ -31,6 +31,9 @@ entry after the timeline stage (`precompute`) and kept as a derived document (`S
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 import pandas as pd
 
@@ -466,9 +469,42 @@ def device_idle(kernels: pd.DataFrame, launches: pd.DataFrame, windows: pd.DataF
     return idle.astype(np.float64), bound
 
 
+# id(profile) -> (profile, {gap_ns: analysis}) while a `shared_analysis` block runs; the
+# profile is held so that its id cannot be reused by another one meanwhile.
+_SHARED: dict[int, tuple[Profile, dict]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def shared_analysis(profile: Profile):
+    """Within this block `analyze(profile, gap_ns)` is computed once per gap_ns and shared
+    by its callers (the reader process runs the advisor's host_dispatch rule and makes the
+    stored document right after each other, on tables that no longer change). Outside such
+    a block nothing is kept: an open profile in TensorBoard holds no analysis tables."""
+    with _SHARED_LOCK:
+        _SHARED[id(profile)] = (profile, {})
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _SHARED.pop(id(profile), None)
+
+
 def analyze(profile: Profile, gap_ns: int = GAP_NS) -> dict:
     """Every dispatch number of a profile as tables: `calls` (per call, with step, path,
-    launch figures), `launches`, `gaps` (dequeue gaps over gap_ns), `steps`, `kind`."""
+    launch figures), `launches`, `gaps` (dequeue gaps over gap_ns), `steps`, `kind`.
+    The result is read only by its callers (shared within `shared_analysis`)."""
+    with _SHARED_LOCK:
+        shared = _SHARED.get(id(profile))
+    if shared is None or shared[0] is not profile:
+        return _analyze(profile, gap_ns)
+    results = shared[1]
+    if gap_ns not in results:
+        results[gap_ns] = _analyze(profile, gap_ns)
+    return results[gap_ns]
+
+
+def _analyze(profile: Profile, gap_ns: int) -> dict:
     pt = path_tables(profile)
     windows = _windows(profile)
     calls, launches = pt["calls"].copy(), pt["launches"]
@@ -549,20 +585,29 @@ def ops_table(calls: pd.DataFrame) -> pd.DataFrame:
         "launch_delay_us": g["launch_delay_ns"].mean() / 1000.0,
         "launch_delay_max_us": g["launch_delay_ns"].max() / 1000.0,
         "compile_us": g["compile_ns"].sum() / 1000.0,
-        # the path most of the op's calls took (aclop wins a tie: it is the slow one)
-        "path": g["path"].agg(_main_path),
     }).reset_index()
+    main = _main_paths(calls["name"], calls["path"])
+    df["path"] = pd.Series([main.get(n) for n in df["name"]], index=df.index)
     df.loc[df["launches"] == 0, "launch_us"] = np.nan
     return df[cols]
 
 
-def _main_path(paths: pd.Series):
-    v = paths.dropna()
-    if len(v) == 0:
-        return None
-    counts = v.value_counts()
-    best = counts[counts == counts.max()].index.tolist()
-    return "aclop" if "aclop" in best else best[0]
+def _main_paths(names: pd.Series, paths: pd.Series) -> dict:
+    """Op name -> the path most of its calls took (aclop wins a tie: it is the slow one;
+    otherwise the first seen of the tied ones), for the names with any path. One pass over
+    the calls: a pandas value_counts per op name cost more than the rest of the table."""
+    counts: dict = {}
+    for name, path in zip(names.tolist(), paths.tolist()):
+        if path is None or path != path:  # no path (None / NaN)
+            continue
+        per_path = counts.setdefault(name, {})
+        per_path[path] = per_path.get(path, 0) + 1
+    out = {}
+    for name, per_path in counts.items():
+        top = max(per_path.values())
+        best = [p for p, n in per_path.items() if n == top]
+        out[name] = "aclop" if "aclop" in best else best[0]
+    return out
 
 
 def _us(v):

@@ -7,9 +7,13 @@ from TensorBoard's threaded process. When processes cannot be started (or
 `NPU_PROFILER_INPROCESS=1`), the same work runs in one thread in-process.
 
 Retry in isolation: when a reader process dies (killed for memory, or a crash), every task
-queued in that pool fails with it (BrokenProcessPool). Each such task is run once more,
-alone in a fresh single-process pool, so only the task that really kills its process fails
-for good (its future then raises BrokenProcessPool).
+queued in that pool fails with it (BrokenProcessPool). The tasks that had been handed to a
+reader then (at most one per reader, plus the one queued next) may have killed it: each is
+run once more, alone in a fresh single-process pool, so only the task that really kills its
+process fails for good (its future then raises BrokenProcessPool). The tasks still waiting
+in the queue never ran: they go to a fresh shared pool as they were. (Isolating those too
+meant one new process per queued task, all at once: with a thousand spans queued, a single
+dying reader started a thousand Python processes.)
 """
 from __future__ import annotations
 
@@ -34,6 +38,10 @@ class ReaderPool:
         self._pool: cf.Executor | None = None
         self._lock = threading.Lock()
         self._stopped = False
+        # shared process pool -> its unfinished futures; once it broke, also the futures
+        # that had been handed to a reader at that moment (see `_was_started`)
+        self._inflight: dict[cf.Executor, set[cf.Future]] = {}
+        self._started_when_broken: dict[cf.Executor, set[cf.Future]] = {}
 
     def submit(self, fn, *args) -> cf.Future:
         """Run fn(*args) in a reader; the returned future holds the final outcome, after
@@ -73,12 +81,17 @@ class ReaderPool:
         fut.add_done_callback(lambda f: self._finished(outcome, fn, args, attempt, f))
 
     def _finished(self, outcome: cf.Future, fn, args, attempt: int, fut: cf.Future) -> None:
+        broken = not fut.cancelled() and isinstance(fut.exception(), BrokenReader)
+        started = self._settle(fut, broken)
         if fut.cancelled():  # the pool was shut down before the task ran
             outcome.cancel()
             return
         exc = fut.exception()
-        if isinstance(exc, BrokenReader):
+        if broken:
             self._forget_broken_pool()
+            if not started and not self._stopped:
+                self._attempt(outcome, fn, args, attempt)  # it never ran: same attempt
+                return
             if attempt < MAX_ATTEMPTS and not self._stopped:
                 self._attempt(outcome, fn, args, attempt + 1)
                 return
@@ -101,13 +114,40 @@ class ReaderPool:
             fut.add_done_callback(lambda f: ex.shutdown(wait=False))
             return fut
         try:
-            return self._process_pool().submit(fn, *args)
+            pool = self._process_pool()
+            fut = pool.submit(fn, *args)
+            with self._lock:
+                self._inflight.setdefault(pool, set()).add(fut)
+            return fut
         except Exception as exc:  # processes unusable here: fall back to a thread
             if self._stopped:
                 raise
             log.warning("reader processes unavailable (%s); loading in-process", exc)
             self.inprocess = True
             return self._thread_pool().submit(fn, *args)
+
+    def _settle(self, fut: cf.Future, broken: bool) -> bool:
+        """Forget a finished future of a shared pool; for one that failed because its pool
+        broke, whether it had been handed to a reader (True when unknown, e.g. an isolated
+        run). The pool fails its futures one after the other, so at the first failure the
+        others still show whether they had been handed out (`running`) or were waiting."""
+        with self._lock:
+            pool = next((p for p, futs in self._inflight.items() if fut in futs), None)
+            if pool is None:
+                return True
+            futs = self._inflight[pool]
+            futs.discard(fut)
+            started = True
+            if broken:
+                if pool not in self._started_when_broken:
+                    self._started_when_broken[pool] = {f for f in futs if f.running()}
+                    started = True  # the oldest task: it was with a reader
+                else:
+                    started = fut in self._started_when_broken[pool]
+            if not futs:
+                del self._inflight[pool]
+                self._started_when_broken.pop(pool, None)
+            return started
 
     def _forget_broken_pool(self) -> None:
         with self._lock:

@@ -33,3 +33,18 @@ def pid_then_sleep(path: str, seconds: float) -> None:
     with open(path, "w") as fh:
         fh.write(str(os.getpid()))
     time.sleep(seconds)
+
+
+def pid_of(n: int) -> tuple[int, int]:
+    """(n, the id of the process that ran it)."""
+    return n, os.getpid()
+
+
+def freeze_count_in_reader() -> int:
+    """How many objects the reader process keeps out of the collector once prepared."""
+    import gc
+
+    from tb_plugin.loading import build
+
+    build.prepare_reader_process()
+    return gc.get_freeze_count()

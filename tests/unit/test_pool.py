@@ -6,7 +6,7 @@ import time
 import pytest
 
 from tb_plugin.loading.pool import BrokenReader, ReaderPool
-from tests.unit.crashing_build import die_always, die_once, pid_then_sleep, square
+from tests.unit.crashing_build import die_always, die_once, pid_of, pid_then_sleep, square
 
 
 def test_a_dead_reader_fails_only_the_task_that_kills_it_again(tmp_path):
@@ -23,6 +23,27 @@ def test_a_dead_reader_fails_only_the_task_that_kills_it_again(tmp_path):
             futs["always"].result()
         assert futs["once"].result() == "second try"
         assert futs["fine"].result() == 49
+    finally:
+        pool.shutdown()
+
+
+def test_tasks_still_queued_when_a_reader_dies_share_one_fresh_pool(tmp_path):
+    # Only the tasks handed to the reader when it died (at most one per reader plus the
+    # next one queued) are run alone; the rest never ran and go to one fresh shared pool.
+    # Isolating each of them meant one new process per queued task, all at once.
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        dying = pool.submit(die_once, str(tmp_path / "marker"))
+        queued = [pool.submit(pid_of, n) for n in range(12)]
+        cf.wait([dying, *queued], timeout=180)
+        assert dying.result() == "second try"
+        results = [f.result() for f in queued]
+        assert [n for n, _ in results] == list(range(12))
+        pids = {pid for _, pid in results}
+        # the fresh shared pool, plus at most one task that had been queued next to the
+        # dying one in the reader's call queue (run alone)
+        assert len(pids) <= 2, pids
+        assert os.getpid() not in pids  # still reader processes, not threads
     finally:
         pool.shutdown()
 
