@@ -190,7 +190,7 @@ class Loader:
                     st.trace_finished(facts)
         finally:
             with self._lock:
-                self._traces_running = 0
+                self._traces_running = max(0, self._traces_running - 1)
             if not self._stopped:
                 self._start_traces()
 
