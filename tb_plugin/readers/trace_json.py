@@ -19,7 +19,6 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 import os
 import re
-import shutil
 import tempfile
 import zlib
 from typing import Any, Callable
@@ -114,21 +113,20 @@ class _ArgsSink:
     def add_raw(self, raws: list) -> int:
         """`add` of raw JSON args values (msgspec.Raw, valid UTF-8): one buffer, no Python
         string per event; an event without args is a null."""
-        n = len(raws)
-        lens = np.fromiter(map(len, raws), np.int64, n)
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        data = b"".join(raws)
-        if len(data) >= 2 ** 31:  # beyond 32-bit offsets: one by one
-            return self.add([bytes(r).decode("utf-8", "replace") if r else None for r in raws])
-        validity = None
-        if not lens.all():
-            validity = pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
-        arr = pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(
-            offsets.astype(np.int32)), pa.py_buffer(data)])
         first = self.rows
-        self._write(pa.record_batch([arr], schema=self._schema))
-        self.rows += n
+        self._write(pa.record_batch([_raw_array(raws, pa.string())], schema=self._schema))
+        self.rows += len(raws)
+        return first
+
+    def add_file(self, path: str) -> int:
+        """Append the rows of another sink's args file; the row number of the first."""
+        first = self.rows
+        with pa.memory_map(path) as src:
+            reader = pa.ipc.open_file(src)
+            for i in range(reader.num_record_batches):
+                batch = reader.get_batch(i)
+                self._write(pa.record_batch([batch.column(0)], schema=self._schema))
+                self.rows += batch.num_rows
         return first
 
     def _write(self, batch: pa.RecordBatch) -> None:
@@ -586,15 +584,13 @@ class _Builder:
         if self.extract_for is not None:
             # The filter is a function of (ph, cat): asked once per distinct pair of the
             # chunk (categories by their interned code).
-            phs = [e.ph for e in evs] if ph is None else None
-            ph_codes, ph_uniq = pd.factorize(np.array(phs, object)) if phs else (0, [ph])
-            cats = part["cat"]
-            key = ph_codes * (len(self.cats.values) + 1) + cats
-            uniq, inverse = np.unique(key, return_inverse=True)
-            verdict = np.array([bool(self.extract_for(
-                ph_uniq[k // (len(self.cats.values) + 1)],
-                _cat_text(self.cats.values[k % (len(self.cats.values) + 1)])))
-                for k in uniq.tolist()], bool)
+            ph_codes, phs = ((0, [ph]) if ph is not None
+                             else pd.factorize(np.array([e.ph for e in evs], object)))
+            width = len(self.cats.values)
+            pairs, inverse = np.unique(ph_codes * width + part["cat"], return_inverse=True)
+            verdict = np.array([bool(self.extract_for(phs[k // width],
+                                                      _cat_text(self.cats.values[k % width])))
+                                for k in pairs.tolist()], bool)
             want &= verdict[inverse.reshape(-1)]
         cols = [np.full(n, None, object) for _ in names]
         rows = np.flatnonzero(want)
@@ -719,31 +715,26 @@ def _phase_kinds(phs: list) -> np.ndarray:
                          for p in phs], np.int8)
 
 
-def _raw_spans(raws: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The raw JSON values of a chunk in one buffer: (bytes, starts, ends)."""
+def _raw_array(raws: list, type_: pa.DataType) -> pa.Array:
+    """Raw JSON values of one chunk as one Arrow string/binary array over one joined buffer
+    (no Python object per value); an absent value (empty Raw) is a null. A chunk is a few
+    MB, so 32-bit offsets hold it."""
     n = len(raws)
     lens = np.fromiter(map(len, raws), np.int64, n)
-    ends = np.cumsum(lens)
-    return np.frombuffer(b"".join(raws), np.uint8), ends - lens, ends
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
+                                            pa.py_buffer(b"".join(raws))])
 
 
 def _raw_values(raws: list) -> np.ndarray:
     """Raw JSON values -> Python values (None where absent), as an object array: each
     distinct text is decoded once (Arrow hashes the texts)."""
-    n = len(raws)
-    lens = np.fromiter(map(len, raws), np.int64, n)
-    out = np.full(n, None, object)
-    if not lens.any():
+    out = np.full(len(raws), None, object)
+    texts = _raw_array(raws, pa.binary())
+    if texts.null_count == len(raws):
         return out
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    data = b"".join(raws)
-    if len(data) >= 2 ** 31:
-        texts = pa.array([bytes(r) if r else None for r in raws], pa.large_binary())
-    else:
-        validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
-        texts = pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(
-            offsets.astype(np.int32)), pa.py_buffer(data)])
     encoded = texts.dictionary_encode()
     texts = encoded.dictionary.to_pylist()
     lut = np.full(len(texts) + 1, None, object)  # the last: absent
@@ -767,8 +758,7 @@ def _raw_us_to_ns(raws: list) -> np.ndarray:
         bounds[0], bounds[-1] = 0, len(enc) - 1
         bounds[1:-1] = commas
         return us_spans_to_ns(enc, bounds[:-1] + 1, bounds[1:])
-    buf, starts, ends = _raw_spans(raws)
-    return us_spans_to_ns(buf, starts, ends)
+    return us_text_to_ns(_raw_array(raws, pa.binary()))
 
 
 def _pick(values: list, rows: np.ndarray) -> list:
@@ -821,10 +811,12 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors, *,
         pos += 1
     if pos < end and mm[pos:pos + 1] == b"]":
         pos = end
-    n_workers = _decode_workers(end - pos) if workers is None else workers
+    from . import trace_ranges  # (it imports this module)
+
+    n_workers = trace_ranges.decode_workers(end - pos) if workers is None else workers
     if n_workers > 1 and error is None and mapped_path:
-        ranges = _read_parallel(mm, mapped_path, pos, end, n_workers, b, chunk_bytes, tmp_dir,
-                                repairs)
+        ranges = trace_ranges.read_parallel(mm, mapped_path, pos, end, n_workers, b,
+                                            chunk_bytes, tmp_dir, repairs)
         if ranges:
             b.decode_ranges = max(b.decode_ranges, ranges)
             pos = end
@@ -858,171 +850,6 @@ def _read_range(mm, pos: int, end: int, b: "_Builder", chunk_bytes: int,
         while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
             pos += 1
     return error
-
-
-# ---- one large file in parallel byte ranges ------------------------------------------------
-# Why: decoding is CPU-bound per event; a 1 GB trace is ~25 s on one core. Its event array is
-# cut at event boundaries into ranges, decoded by spawned processes (each with its own
-# builder, args side file and interned values) while this process decodes the first range;
-# the parts are then merged in file order, codes remapped to this builder's. Any damage in a
-# range (a truncated or invalid file) falls back to the one-process path, which keeps the
-# events before the damage and says where it is.
-
-PARALLEL_MIN_BYTES = 128 << 20
-MAX_DECODE_WORKERS = 4
-
-
-def _decode_workers(size: int) -> int:
-    """How many processes decode a file of `size` bytes: `$NPU_PROFILER_DECODE_WORKERS`, else
-    1 below PARALLEL_MIN_BYTES, else the cores not busy (1-minute load average; this process
-    counts as free)."""
-    env = os.environ.get("NPU_PROFILER_DECODE_WORKERS", "").strip()
-    if env.isdigit():
-        return max(1, min(int(env), 16))
-    if size < PARALLEL_MIN_BYTES:
-        return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:
-        busy = 0.0
-    return max(1, min(MAX_DECODE_WORKERS, cpus, int(cpus - busy + 1.5)))
-
-
-def _split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple[int, int]]:
-    """k byte ranges of the event array made of whole chunks: the cuts are exactly where the
-    one-process path cuts its chunks, so every chunk, every interned value and every args
-    row comes out as that path makes them (the merged tables are the same, byte for byte)."""
-    cuts = []
-    p = pos
-    while True:
-        m = _BOUNDARY.search(mm, p + chunk_bytes, end) if p + chunk_bytes < end - 1 else None
-        if m is None:
-            break
-        cuts.append((m.start() + 1, m.end() - 1))  # (end of a chunk, start of the next)
-        p = m.end() - 1
-    if not cuts:
-        return [(pos, end)]
-    k = min(k, len(cuts) + 1)
-    chosen = [cuts[round(i * (len(cuts) + 1) / k) - 1] for i in range(1, k)]
-    bounds, lo = [], pos
-    for chunk_end, next_start in chosen:
-        bounds.append((lo, chunk_end))
-        lo = next_start
-    bounds.append((lo, end))
-    return bounds
-
-
-def _decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_for,
-                      args_path: str, chunk_bytes: int) -> dict:
-    """Decode one range in a worker process; its builder's state, picklable."""
-    with open(mapped_path, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        b = _Builder(_ArgsSink(args_path), extract_args, extract_for)
-        repairs = _Utf8Repairs()
-        err = _read_range(mm, lo, hi, b, chunk_bytes, repairs)
-        b.sink.close()
-        return _builder_state(b, repairs, err)
-    finally:
-        mm.close()
-
-
-def _builder_state(b: "_Builder", repairs: _Utf8Repairs, err: str | None) -> dict:
-    return {
-        "error": err, "repairs": repairs.sequences, "count": b.count, "args_rows": b.sink.rows,
-        "tracks": b.tracks.values, "names": b.names.values, "cats": b.cats.values,
-        "x_parts": b.x_parts, "i_parts": b.i_parts, "flow_parts": b.flow_parts,
-        "counter_rows": b.counter_rows, "be_events": b.be_events,
-        "meta_events": [(n, p, t, bytes(a)) for n, p, t, a in b.meta_events],
-    }
-
-
-def _read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "_Builder",
-                   chunk_bytes: int, tmp_dir: str | None, repairs: _Utf8Repairs) -> int:
-    """Decode mm[pos:end] in up to k ranges into `b`; how many, or 0 (and `b` untouched)
-    when it could not (no process could start, or a range is damaged: the caller reads the
-    file in one process)."""
-    import concurrent.futures as cf
-    import logging
-    import multiprocessing
-    import pickle
-
-    if multiprocessing.current_process().daemon:  # e.g. a Dask worker: no child processes
-        return 0
-    try:
-        pickle.dumps((b.extract_args, b.extract_for))
-    except Exception:  # a filter that is not a module-level function
-        return 0
-    ranges = _split_ranges(mm, pos, end, k, chunk_bytes)
-    if len(ranges) < 2:
-        return 0
-    work = tempfile.mkdtemp(prefix="trace-ranges-", dir=tmp_dir)
-    states: list[dict] = []
-    try:
-        with cf.ProcessPoolExecutor(len(ranges) - 1,
-                                    mp_context=multiprocessing.get_context("spawn")) as ex:
-            futures = [ex.submit(_decode_range_job, mapped_path, lo, hi, b.extract_args or None,
-                                 b.extract_for, os.path.join(work, f"args-{i}.arrow"),
-                                 chunk_bytes)
-                       for i, (lo, hi) in enumerate(ranges[1:], 1)]
-            first = _Builder(_ArgsSink(os.path.join(work, "args-0.arrow")),
-                             b.extract_args or None, b.extract_for)
-            first_repairs = _Utf8Repairs()
-            err = _read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
-                              first_repairs)
-            first.sink.close()
-            states.append(_builder_state(first, first_repairs, err))
-            del first
-            for f in futures:
-                states.append(f.result())
-    except Exception as exc:  # no process could start or run: decode in this one
-        logging.getLogger(__name__).warning("parallel trace decoding not used: %r", exc)
-        shutil.rmtree(work, ignore_errors=True)
-        return 0
-    if any(st["error"] for st in states):
-        shutil.rmtree(work, ignore_errors=True)
-        return 0
-    try:
-        for i, st in enumerate(states):
-            _merge_state(b, st, os.path.join(work, f"args-{i}.arrow"))
-            repairs.sequences += st["repairs"]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return len(ranges)
-
-
-def _merge_state(b: "_Builder", st: dict, args_file: str) -> None:
-    """Append one range's parts to `b`, in order: codes remapped, args rows offset."""
-    track_map = b.tracks.codes(st["tracks"]) if st["tracks"] else np.zeros(0, np.int32)
-    name_map = b.names.codes(st["names"]) if st["names"] else np.zeros(0, np.int32)
-    cat_map = b.cats.codes(st["cats"]) if st["cats"] else np.zeros(0, np.int32)
-    first_row = b.sink.rows
-    if st["args_rows"]:
-        with pa.memory_map(args_file) as src:
-            reader = pa.ipc.open_file(src)
-            for i in range(reader.num_record_batches):
-                batch = reader.get_batch(i)
-                b.sink._write(pa.record_batch([batch.column(0)], schema=b.sink._schema))
-                b.sink.rows += batch.num_rows
-    for key, target in (("x_parts", b.x_parts), ("i_parts", b.i_parts),
-                        ("flow_parts", b.flow_parts)):
-        for part in st[key]:
-            part["track_id"] = track_map[part["track_id"]]
-            part["name"] = name_map[part["name"]]
-            part["cat"] = cat_map[part["cat"]]
-            if "args_row" in part:
-                part["args_row"] = part["args_row"] + first_row
-            target.append(part)
-    b.counter_rows.extend((int(track_map[t]), ts, series, value)
-                          for t, ts, series, value in st["counter_rows"])
-    b.be_events.extend((ph, int(track_map[t]), ts, name, cat, args)
-                       for ph, t, ts, name, cat, args in st["be_events"])
-    b.meta_events.extend(st["meta_events"])
-    b.count += st["count"]
 
 
 def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
