@@ -28,7 +28,7 @@ def measure(logdir: str, spans: int, views_only: bool, cprofile: str | None) -> 
 
     from tb_plugin import discovery
     from tb_plugin.cache import ProfileCache, entry_key
-    from tb_plugin.loading import build_entry, build_trace
+    from tb_plugin.loading import build_advice, build_entry, build_trace
 
     scratch = tempfile.mkdtemp(prefix="npu-prof-fixed-cost-")
     cache = ProfileCache(scratch)
@@ -50,6 +50,7 @@ def measure(logdir: str, spans: int, views_only: bool, cprofile: str | None) -> 
         if not views_only:
             t = time.process_time()
             build_trace(span, cache.root, key)
+            build_advice(span, cache.root, key)
             trace = time.process_time() - t
         out.append((views, trace))
     if prof is not None:

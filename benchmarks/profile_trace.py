@@ -1,7 +1,7 @@
 """Profile the timeline stage in-process (no TensorBoard): `build_entry` (stage 1) for the
-first span of LOGDIR, then `build_trace` (stage 2: trace tables + index), then the first
-viewport as TensorBoard's process would answer it. Prints wall time and peak RSS per stage;
-`--rss` adds the peak RSS per innermost tb_plugin function. Under py-spy:
+first span of LOGDIR, then `build_trace` (stage 2: trace tables + index), `build_advice`
+(stage 3: the advice and dispatch documents), then the first viewport as TensorBoard's
+process would answer it. Prints wall time and peak RSS per stage; `--rss` adds the peak RSS per innermost tb_plugin function. Under py-spy:
 
     py-spy record -o trace.svg -- /work/venv/bin/python benchmarks/profile_trace.py LOGDIR
     CACHE=/tmp/x python benchmarks/profile_trace.py LOGDIR --rss   # keep/reuse stage 1
@@ -21,7 +21,7 @@ def main(logdir: str) -> None:
     from tb_plugin import discovery
     from tb_plugin.analysis import trace as trace_view
     from tb_plugin.cache import ProfileCache, entry_key, open_profile
-    from tb_plugin.loading import build_entry, build_trace
+    from tb_plugin.loading import build_advice, build_entry, build_trace
 
     cache = ProfileCache(os.environ.get("CACHE") or tempfile.mkdtemp(prefix="npu-prof-trace-"))
     runs, _ = discovery.discover(os.path.abspath(logdir))
@@ -33,6 +33,10 @@ def main(logdir: str) -> None:
     t = time.time()
     build_trace(span, cache.root, key)
     print(f"stage 2 (trace + index): {time.time() - t:.2f}s, peak RSS so far {rss_mb():.0f} MB")
+    t = time.time()
+    build_advice(span, cache.root, key)
+    print(f"stage 3 (advice + dispatch, after the timeline is served): {time.time() - t:.2f}s, "
+          f"peak RSS so far {rss_mb():.0f} MB")
     entry = cache.entry_dir(key)
     prof = open_profile(entry)
     print("rows:", {k: v for k, v in prof.rows.items() if k.startswith(("slices", "flows", "trace_"))})

@@ -36,7 +36,7 @@ def measure_run(run_dir: str) -> list[dict]:
     from tb_plugin import discovery
     from tb_plugin.analysis import distributed
     from tb_plugin.cache import ProfileCache, entry_key
-    from tb_plugin.loading.build import build_entry, build_trace
+    from tb_plugin.loading.build import build_advice, build_entry, build_trace
 
     cache = ProfileCache(tempfile.mkdtemp(prefix="scale-costs-"))
     runs, _ = discovery.discover(os.path.dirname(os.path.abspath(run_dir)))
@@ -50,6 +50,7 @@ def measure_run(run_dir: str) -> list[dict]:
         build_entry(span, cache.root, key)
         c1 = time.process_time()
         build_trace(span, cache.root, key)
+        build_advice(span, cache.root, key)
         c2 = time.process_time()
         summary = cache.derived_path("distributed", key, distributed.SUMMARY_SUFFIX)
         derived = sum(_size(os.path.join(cache.root, kind, key[:2]))

@@ -77,7 +77,7 @@ def _load(logdir: str, run_names: list[str] | None, progress: Progress,
         states = [st for r in wanted for st in loader.span_states(r)]
         total = max(len(states), 1)
         views = sum(st.state in ("ready", "error") for st in states)
-        traces = sum(st.state == "error" or st.trace_state in ("ready", "error") for st in states)
+        traces = sum(st.all_done for st in states)
         fraction = (views + traces) / (2 * total)
         if views == len(states) and traces == len(states):
             progress.update(f"reading {len(states)} profiles", 1.0)

@@ -56,7 +56,9 @@ def compute_profile(prof, thresholds: Thresholds, worker: str, span: str,
 
 def profile_result(loader, st, worker, span: str, thresholds: Thresholds) -> dict:
     """The advice of one ready profile: from the store, else computed once."""
-    trace_ready = getattr(st, "trace_state", "ready") in ("ready", "error")
+    # The stored advice with the timeline is there once the advice stage ran (until then
+    # the views' tables are advised, as while the timeline is read).
+    trace_ready = getattr(st, "advice_done", True)
 
     def compute():
         prof = loader.profile_for(st)

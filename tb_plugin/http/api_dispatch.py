@@ -31,6 +31,10 @@ def _document(loader: Loader, args) -> dict:
         raise ApiError(503, "the timeline is still being read", state="loading", progress=0.5)
     if not prof.has("slices"):
         raise ApiError(404, "this profile has no timeline data")
+    if st is not None and st.advice_state == "loading":
+        # a reader is making the document right now (loading/build.py: build_advice)
+        raise ApiError(503, "the dispatch path is being analysed", state="loading",
+                       progress=0.9)
     return dispatch_view.cached_document(prof, loader.cache.root, key)
 
 

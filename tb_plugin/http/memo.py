@@ -45,7 +45,7 @@ class ResponseMemo:
             name = args.get(p)
             if name is None:
                 continue
-            state.append((p, name, tuple((st.key, st.state, st.trace_state)
+            state.append((p, name, tuple((st.key, st.state, st.trace_state, st.advice_state)
                                          for st in loader.span_states(name))))
         if not state:
             return None  # every memoizable route names the run(s) it reads

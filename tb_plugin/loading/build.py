@@ -1,9 +1,10 @@
-"""The two load stages of one span, as run in a reader process (or a thread in-process).
+"""The load stages of one span, as run in a reader process (or a thread in-process).
 
 Stage 1 (`build_entry`) reads what the views need and commits a new cache entry; stage 2
 (`build_trace`) adds the timeline (the trace tables, when stage 1 deferred them, and the
-trace index) to that entry. Both are top-level functions of (span, cache root, key) so
-they can be pickled into a spawned process; both return {"key", "cached"}.
+trace index) to that entry; stage 3 (`build_advice`) stores the documents made from every
+table (the advice, the dispatch path). All are top-level functions of (span, cache root,
+key) so they can be pickled into a spawned process; all return {"key", "cached"}.
 """
 from __future__ import annotations
 
@@ -109,21 +110,32 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     profile.meta.trace_ready = True
     profile.meta.trace_seconds = round(time.time() - started, 3)
     cache.update(key, profile)
+    del profile
+    give_memory_back()
+    return {"key": key, "cached": False}
+
+
+def build_advice(span: SpanSource, cache_root: str, key: str) -> dict:
+    """Third stage (runs in a reader process, once the timeline is served): the documents
+    that read every table, the timeline's included — the advice and the host dispatch path —
+    stored next to the entry, so that neither TensorBoard's process nor the first request
+    pays for them. Kept out of the timeline stage because drawing the timeline does not
+    need them, and on a large profile they take a third of that stage. Each document is
+    made at most once: a stored one is kept."""
+    from ..advisor import runs as advisor_runs
     from ..analysis import dispatch
 
+    prepare_reader_process()
+    cache = ProfileCache.at(cache_root)
+    profile = cache.load(key)
     # The advisor's host_dispatch rule and the stored /dispatch document read the same
-    # dispatch analysis: made once for both (the profile's tables no longer change here).
+    # dispatch analysis: made once for both (the entry no longer changes here).
     with dispatch.shared_analysis(profile):
-        # The advice needs every table, the timeline's included: computed here, once, so
-        # that neither TensorBoard's process nor the first /advisor request pays for it.
         try:
-            from ..advisor import runs as advisor_runs
-
             advisor_runs.precompute(profile, span, cache_root, key)
         except Exception:
             log.error("advisor failed for %s (it runs again on request)\n%s", span.root,
                       traceback.format_exc())
-        # The host dispatch path likewise, from the timeline's tables (analysis/dispatch.py).
         try:
             dispatch.precompute(profile, cache_root, key)
         except Exception:

@@ -2,13 +2,14 @@
 
 It ties the parts of the package together: the scan loop (`scan.py`) finds runs and
 spans, each span's views are built in the reader pool (`pool.py`, `build.py`), then its
-timeline; a span's state (`spans.py`) records each stage and the facts a finished stage
+timeline, then its advice (the documents made from every table); a span's state (`spans.py`) records each stage and the facts a finished stage
 left in the cache; finished profiles are opened from the cache on request
 (`profiles.py`); `/runs` status is a pure function of the states (`status.py`).
 
 Order: timelines are indexed only once no span's views are waiting, so every run becomes
 browsable before any timeline is indexed; one at a time with local readers, so a core stays
 free for TensorBoard's own requests, as many at once as a Dask cluster has worker threads.
+A span's advice stage is sent to the pool as soon as its timeline is served.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
-from .build import build_entry, build_trace
+from .build import build_advice, build_entry, build_trace
 from .dask_pool import make_pool
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
@@ -36,7 +37,8 @@ POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
 class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
-                 build=build_entry, build_trace=build_trace, scheduler: str | None = None):
+                 build=build_entry, build_trace=build_trace, build_advice=build_advice,
+                 scheduler: str | None = None):
         self.cache = cache or ProfileCache()
         # Where the files are (storage.py): a local directory, or the local mirror tree of
         # a remote URL, which every scan lists first. `logdir` is the local path either way.
@@ -53,6 +55,7 @@ class Loader:
         # Top-level functions (pickled into reader processes), one per load stage.
         self._build = build
         self._build_trace = build_trace
+        self._build_advice = build_advice
         self._trace_queue: collections.deque[SpanState] = collections.deque()
         self._traces_running = 0
         # Spans whose files could not be fetched from a remote logdir: tried again at the
@@ -188,11 +191,28 @@ class Loader:
                 facts = self._read_facts(st)
                 if facts is not None:
                     st.trace_finished(facts)
+                    if not self._stopped:
+                        self._start_advice(st)
         finally:
             with self._lock:
                 self._traces_running = max(0, self._traces_running - 1)
             if not self._stopped:
                 self._start_traces()
+
+    def _start_advice(self, st: SpanState) -> None:
+        st.advice_loading()
+        fut = self._pool.submit(self._build_advice, st.span, self.cache.root, st.key)
+        fut.add_done_callback(lambda f, st=st: self._advice_done(st, f))
+
+    @staticmethod
+    def _advice_done(st: SpanState, fut) -> None:
+        try:
+            fut.result()
+        except Exception as exc:  # the documents are then made on request
+            log.warning("advice stage failed for %s: %r", st.span.root, exc)
+            st.advice_failed()
+        else:
+            st.advice_finished()
 
     # ---- queries -----------------------------------------------------------------------
     def runs(self) -> list[discovery.Run]:

@@ -1,8 +1,13 @@
-"""The state of one span (a worker's profile): its two load stages and the facts kept when a
+"""The state of one span (a worker's profile): its load stages and the facts kept when a
 stage finishes.
 
     views:    pending -> loading -> ready | error
     timeline: pending -> loading -> ready | error      (starts once the views are ready)
+    advice:   pending -> loading -> ready | error      (starts once the timeline is served)
+
+The advice stage makes the documents that read every table, the timeline's included (the
+advisor's findings, the dispatch path): it follows the timeline instead of preceding it, so
+the timeline is served as soon as its index is written.
 
 `SpanFacts` is what a finished build left in the cache entry that the run-level routes need
 (row count per table, file errors, device, rank, whether there is a trace): it is read once
@@ -54,6 +59,7 @@ class SpanState:
     error: str | None = None
     trace_state: str = "pending"  # the timeline: pending | loading | ready | error
     trace_error: str | None = None
+    advice_state: str = "pending"  # the advice and dispatch documents: same states
     facts: SpanFacts | None = None  # set when the views are ready, renewed after the timeline
 
     @property
@@ -65,6 +71,18 @@ class SpanState:
         """The timeline stage has finished, or will never run (the views failed)."""
         return self.trace_state in ("ready", "error") or self.state == "error"
 
+    @property
+    def advice_done(self) -> bool:
+        """The advice stage has finished, or will never run (the timeline or views failed:
+        the documents are then made on request from what there is)."""
+        return self.advice_state in ("ready", "error") or self.trace_state == "error" \
+            or self.state == "error"
+
+    @property
+    def all_done(self) -> bool:
+        """Every load stage of this span has finished (or will never run)."""
+        return self.views_done and self.trace_done and self.advice_done
+
     # ---- transitions -------------------------------------------------------------------
     def views_loading(self) -> None:
         self.state = "loading"
@@ -73,7 +91,10 @@ class SpanState:
         self.facts = facts
         self.state = "ready"
         if facts.trace_ready:
+            # From an earlier process: its advice stage ran after the timeline's (if it was
+            # cut off, the documents are made on the first request instead).
             self.trace_state = "ready"
+            self.advice_state = "ready"
 
     def views_failed(self, exc: BaseException | str) -> None:
         self.state = "error"
@@ -92,6 +113,17 @@ class SpanState:
         self.trace_state = "error"
         self.trace_error = exc if isinstance(exc, str) else _failure(
             exc, "indexing the trace", "could not index the trace")
+
+
+    def advice_loading(self) -> None:
+        self.advice_state = "loading"
+
+    def advice_finished(self) -> None:
+        self.advice_state = "ready"
+
+    def advice_failed(self) -> None:
+        # Not an error of the profile: the documents are made again on request.
+        self.advice_state = "error"
 
 
 def _failure(exc: BaseException, doing: str, prefix: str) -> str:

@@ -13,7 +13,8 @@ def run_status(name: str, states: list[SpanState], run_errors: list[dict] = ()) 
     entry per span whose views or timeline failed, after the run's own errors from
     discovery (e.g. a symlink out of the logdir that was not followed); a run with no span
     but such errors is in error. The timeline is indexed after the
-    views are served, so it has its own state and progress."""
+    views are served, so it has its own state and progress: a span counts as done there
+    once its timeline and its advice stage (the documents read from the timeline) are."""
     total = len(states)
     done = sum(1 for s in states if s.views_done)
     errors: list[dict] = list(run_errors)
@@ -34,7 +35,7 @@ def run_status(name: str, states: list[SpanState], run_errors: list[dict] = ()) 
         state = "error"
     else:
         state = "ready"
-    traced = sum(1 for s in states if s.trace_done)
+    traced = sum(1 for s in states if s.trace_done and s.advice_done)
     return {"name": name, "state": state, "progress": (done / total) if total else 1.0,
             "errors": errors,
             "trace_state": "loading" if traced < total else "ready",

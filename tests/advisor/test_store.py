@@ -25,7 +25,8 @@ def _loaded(logdir, cache_root, monkeypatch):
     deadline = time.time() + 120
     while time.time() < deadline:
         sts = [st for r in loader.runs() for st in loader.span_states(r.name)]
-        if sts and all(st.state == "ready" and st.trace_state == "ready" for st in sts):
+        if sts and all(st.state == "ready" and st.trace_state == "ready" and st.all_done
+                       for st in sts):
             return loader
         time.sleep(0.1)
     raise AssertionError("profiles did not load")

@@ -57,14 +57,13 @@ def _build_all(logdir: str, cache_dir: str, scheduler: str | None) -> Loader:
     deadline = time.time() + 600
     while time.time() < deadline:
         states = [st for r in loader.runs() for st in loader.span_states(r.name)]
-        if states and all(st.state in ("ready", "error") and
-                          (st.state == "error" or st.trace_state in ("ready", "error"))
-                          for st in states):
+        if states and all(st.all_done for st in states):
             break
         time.sleep(0.2)
     else:
         raise AssertionError("builds did not finish")
-    assert all(st.state == "ready" and st.trace_state == "ready" for st in states), \
+    assert all(st.state == "ready" and st.trace_state == "ready" and st.advice_state == "ready"
+               for st in states), \
         [(st.span.root, st.error, st.trace_error) for st in states]
     return loader
 

@@ -328,7 +328,7 @@ def test_a_timeline_built_on_another_machine_completes_the_shared_entry(s3, tmp_
     not change."""
     from tb_plugin import discovery
     from tb_plugin.cache import ProfileCache, entry_key
-    from tb_plugin.loading.build import build_entry, build_trace
+    from tb_plugin.loading.build import build_advice, build_entry, build_trace
 
     for k, v in s3.env().items():
         monkeypatch.setenv(k, v)
@@ -349,6 +349,7 @@ def test_a_timeline_built_on_another_machine_completes_the_shared_entry(s3, tmp_
     assert not os.path.exists(b.entry_dir(key))
     time.sleep(1.1)  # LastModified has whole seconds: an upload now would show
     build_trace(span, b.root, key)
+    build_advice(span, b.root, key)
     after = _object_ids(s3, entry)
     # Unchanged objects were not uploaded again (same ETag, same LastModified).
     for k, (etag, modified) in before.items():
@@ -360,6 +361,7 @@ def test_a_timeline_built_on_another_machine_completes_the_shared_entry(s3, tmp_
     local = ProfileCache(str(tmp_path / "local"))
     build_entry(span, local.root, key)
     build_trace(span, local.root, key)
+    build_advice(span, local.root, key)
     mine = {n: open(os.path.join(local.entry_dir(key), n), "rb").read()
             for n in os.listdir(local.entry_dir(key))}
     theirs = {k[len(entry):]: s3.client().get_object(Bucket=BUCKET, Key=k)["Body"].read()

@@ -34,6 +34,7 @@ def _load(tmp_path, monkeypatch):
     build.build_entry(span, cache.root, key)
     views_calls = len(calls)
     build.build_trace(span, cache.root, key)
+    build.build_advice(span, cache.root, key)
     return cache, key, views_calls, calls
 
 

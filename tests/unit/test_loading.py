@@ -87,3 +87,64 @@ def test_timeline_uses_the_cached_index_after_the_second_stage(tmp_path, monkeyp
         assert trace_view.index_for(prof, st.key) is idx
     finally:
         loader.stop()
+
+
+def test_the_timeline_is_served_while_its_advice_stage_runs(tmp_path, monkeypatch):
+    """Stage 3 (advice, dispatch path) follows the timeline: the timeline answers as soon as
+    its index is written; the dispatch path says "loading" until its document is stored; the
+    run counts as done once the advice stage has ended, and both documents are then stored
+    as made from the entry."""
+    import json
+    import threading
+
+    import pytest
+
+    from tb_plugin.analysis import dispatch
+    from tb_plugin.http import api_dispatch, api_trace
+    from tb_plugin.http.responses import ApiError
+    from tb_plugin.loading import build
+    from tests.analysis.test_dispatch import write_span
+
+    monkeypatch.setenv("NPU_PROFILER_INPROCESS", "1")
+    logdir = tmp_path / "logs"
+    write_span(str(logdir))
+    started, release = threading.Event(), threading.Event()
+
+    def held_advice(span, cache_root, key):
+        started.set()
+        assert release.wait(120)
+        return build.build_advice(span, cache_root, key)
+
+    loader = Loader(str(logdir), cache=ProfileCache(str(tmp_path / "cache")),
+                    build_advice=held_advice)
+    try:
+        loader.scan()
+        assert started.wait(120), [vars(s) for r in loader.runs()
+                                   for s in loader.span_states(r.name)]
+        (run,) = [r.name for r in loader.runs()]
+        (st,) = loader.span_states(run)
+        assert (st.state, st.trace_state, st.advice_state) == ("ready", "ready", "loading")
+        args = {"run": run, "worker": st.span.worker, "span": st.span.span}
+        idx, prof = api_trace._index(loader, args)  # the timeline answers now
+        assert len(idx.start) == prof.rows["trace_slices"] > 0
+        with pytest.raises(ApiError) as err:
+            api_dispatch._document(loader, args)
+        assert err.value.status == 503 and err.value.extra["state"] == "loading"
+        assert loader.run_status(run)["trace_state"] == "loading"
+        assert loader.cache.read_derived("dispatch", st.key, f".v{dispatch.VERSION}.json") is None
+        release.set()
+        deadline = time.time() + 120
+        while not st.all_done:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        assert st.advice_state == "ready"
+        assert loader.run_status(run)["trace_state"] == "ready"
+        stored = loader.cache.read_derived("dispatch", st.key, f".v{dispatch.VERSION}.json")
+        assert stored == json.loads(json.dumps(dispatch.document(loader.cache.load(st.key))))
+        assert stored["summary"]["calls"] == 3
+        advice = glob.glob(os.path.join(loader.cache.root, "advisor", "*", f"{st.key}.*-t.json"))
+        assert len(advice) == 1, advice
+        assert api_dispatch._document(loader, args) == stored
+    finally:
+        release.set()
+        loader.stop()

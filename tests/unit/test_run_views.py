@@ -127,11 +127,22 @@ def test_run_status_is_computed_from_the_states(tmp_path):
     empty = SpanFacts(rows={"kernels": 0}, errors=[], has_data=False)
     good = SpanFacts(rows={"kernels": 3}, errors=[{"path": "r/a", "message": "bad row"}],
                      has_data=True)
-    states = [_state(tmp_path, "a", state="ready", facts=good, trace_state="ready"),
+    states = [_state(tmp_path, "a", state="ready", facts=good, trace_state="ready",
+                     advice_state="ready"),
               _state(tmp_path, "b", state="loading")]
     s = run_status("r", states)
     assert (s["state"], s["progress"], s["trace_state"], s["trace_progress"]) == \
         ("loading", 0.5, "loading", 0.5)
+    # A timeline served whose advice stage still runs is not done yet; a failed advice
+    # stage is done (its documents are made on request).
+    advising = _state(tmp_path, "a", state="ready", facts=good, trace_state="ready",
+                      advice_state="loading")
+    s = run_status("r", [advising])
+    assert (s["trace_state"], s["trace_progress"]) == ("loading", 0.0)
+    advising.advice_failed()
+    s = run_status("r", [advising])
+    assert (s["trace_state"], s["trace_progress"], s["errors"]) == \
+        ("ready", 1.0, [{"path": "r/a", "message": "bad row"}])
     states[1] = _state(tmp_path, "b", state="error", error="boom")
     s = run_status("r", states)
     assert s["state"] == "ready" and s["progress"] == 1.0 and s["trace_state"] == "ready"
