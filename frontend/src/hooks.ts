@@ -12,8 +12,10 @@ export interface Backoff {
   factor: number;
 }
 
-/** Waiting for a profile (or the timeline index) that the backend is still reading. */
-export const LOADING_BACKOFF: Backoff = { firstMs: 1000, maxMs: 5000, factor: 1.5 };
+/** Waiting for a profile (or the timeline index) that the backend is still reading. At most
+ * 2 s apart: the answer the user waits for is shown at most ~2 s after it exists (a "still
+ * loading" answer costs the backend a dictionary lookup). */
+export const LOADING_BACKOFF: Backoff = { firstMs: 1000, maxMs: 2000, factor: 1.5 };
 
 /** What a poll does after an answer: ask again after a growing delay, after the first delay
  * again (something changed, so more changes are likely soon), or stop. */

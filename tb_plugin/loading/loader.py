@@ -22,7 +22,7 @@ from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
-from .build import build_advice, build_entry, build_trace
+from .build import build_advice, build_entry, build_trace, prepare_reader_process
 from .dask_pool import make_pool
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
@@ -65,6 +65,10 @@ class Loader:
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         if self.logdir:
+            if getattr(self._pool, "inprocess", True) is False:
+                # A reader process starts and imports (~1.5 s) while the first scan runs,
+                # instead of after it has found the first span.
+                self._pool.submit(prepare_reader_process)
             self._poll.start()
 
     def stop(self, terminate_readers: bool = False) -> None:

@@ -148,3 +148,24 @@ def test_the_timeline_is_served_while_its_advice_stage_runs(tmp_path, monkeypatc
     finally:
         release.set()
         loader.stop()
+
+
+def test_a_reader_process_is_started_with_the_loader(tmp_path):
+    """Its start and imports overlap the first scan, instead of following it."""
+    (tmp_path / "logs").mkdir()
+    loader = Loader(str(tmp_path / "logs"), cache=ProfileCache(str(tmp_path / "cache")),
+                    max_workers=2)
+    try:
+        loader.start()
+        deadline = time.time() + 120
+        while True:
+            executor = loader._pool._pool
+            procs = list(getattr(executor, "_processes", None) or {}) if executor else []
+            if procs:
+                break
+            assert time.time() < deadline, "no reader process was started"
+            time.sleep(0.1)
+        assert len(procs) == 1  # one, not max_workers: the others start when work comes
+        assert loader.runs() == []  # with nothing found to read
+    finally:
+        loader.stop(terminate_readers=True)
