@@ -106,6 +106,10 @@ class Loader:
         self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         for st in new:
             self._load_views(st)
+        # Spans found in the cache are queued for their timeline during the loop above,
+        # while later ones were still pending; nothing else may come to start them (the
+        # last span may have been complete already).
+        self._start_traces()
 
     def _retry_fetches(self) -> list[SpanState]:
         """Fresh states for the spans whose fetch failed, still at the same files."""

@@ -169,3 +169,40 @@ def test_a_reader_process_is_started_with_the_loader(tmp_path):
         assert loader.runs() == []  # with nothing found to read
     finally:
         loader.stop(terminate_readers=True)
+
+
+def test_cached_views_whose_last_span_has_its_timeline_still_get_theirs(tmp_path, monkeypatch):
+    """A restart over a cache where every span's views are there, the last span found has
+    its timeline too and an earlier one does not (a command that exited while its readers
+    were still indexing): the earlier one's timeline is still built (it was queued while
+    later spans were pending, and no other event would start it)."""
+    from tb_plugin import discovery
+    from tb_plugin.loading import build
+    from tb_plugin.loading.scan import span_states
+
+    monkeypatch.setenv("NPU_PROFILER_INPROCESS", "1")
+    logdir = tmp_path / "logs"
+    (logdir / "run").mkdir(parents=True)
+    for name in ("a.1.pt.trace.json", "b.2.pt.trace.json"):
+        shutil.copy(KINETO, logdir / "run" / name)
+    cache = ProfileCache(str(tmp_path / "cache"))
+    _, order = span_states(discovery.discover(str(logdir))[0], {})
+    assert len(order) == 2
+    for st in order:
+        build.build_entry(st.span, cache.root, st.key)
+    first, last = order
+    build.build_trace(last.span, cache.root, last.key)
+    assert not cache.load(first.key).meta.trace_ready and cache.load(last.key).meta.trace_ready
+    loader = Loader(str(logdir), cache=cache)
+    try:
+        loader.scan()
+        deadline = time.time() + 120
+        while not all(st.all_done for st in loader.span_states("run")):
+            assert time.time() < deadline, [(s.span.worker, s.trace_state, s.advice_state)
+                                            for s in loader.span_states("run")]
+            time.sleep(0.1)
+        assert {s.span.worker: s.trace_state for s in loader.span_states("run")} == \
+            {"a": "ready", "b": "ready"}
+        assert cache.load(first.key).meta.trace_ready
+    finally:
+        loader.stop()
