@@ -86,3 +86,28 @@ def test_raw_trace_values_numbers_and_strings():
     # Without the value with a comma: the comma-split path.
     keep = [i for i, v in enumerate(values) if b"," not in v]
     assert trace_json._raw_us_to_ns([raws[i] for i in keep]).tolist() == [want[i] for i in keep]
+
+
+def test_raw_args_values_decode_as_json_would():
+    """Extracted args (`_raw_values`): every kind of JSON value, absent ones None; columns of
+    integers only (ids) take Arrow's integer parse, any other value the per-text decode.
+    The reference is the stdlib json module, one value at a time."""
+    import json
+
+    rng = random.Random(7)
+    ints = [b"0", b"-0", b"7", b"-12", b"9223372036854775807", b"-9223372036854775808"]
+    others = [b"9223372036854775808", b"1.5", b"1e3", b'"12"', b'"x"', b"null", b"true",
+              b"[1,[2,3]]", b'{"a":1}', b'"\\u00e9t\\u00e9"']
+    columns = [
+        [rng.choice(ints) for _ in range(300)],                     # ids only
+        [rng.choice(ints + [b""]) for _ in range(300)],             # ids, some absent
+        [b""] * 50,                                                 # absent everywhere
+        [rng.choice(ints + [b""] + [rng.choice(others)]) for _ in range(300)],  # mixed
+    ]
+    columns += [[v] for v in ints + others]  # each value alone
+    for col in columns:
+        got = trace_json._raw_values([msgspec.Raw(v) for v in col])
+        want = [json.loads(v) if v else None for v in col]
+        assert got.dtype == object and len(got) == len(want)
+        for g, w in zip(got.tolist(), want):
+            assert g == w and type(g) is type(w), (g, w)
