@@ -66,9 +66,10 @@ class Loader:
     def start(self) -> None:
         if self.logdir:
             if getattr(self._pool, "inprocess", True) is False:
-                # A reader process starts and imports (~1.5 s) while the first scan runs,
-                # instead of after it has found the first span.
-                self._pool.submit(prepare_reader_process)
+                # The reader processes start and import (~1-1.5 s each) while TensorBoard
+                # itself is still starting, instead of after the first scan found spans.
+                for _ in range(self._pool.max_workers):
+                    self._pool.submit(prepare_reader_process)
             self._poll.start()
 
     def stop(self, terminate_readers: bool = False) -> None:
