@@ -633,7 +633,8 @@ class _Builder:
         self.count += n
         if not n:
             return
-        kinds = _phase_kinds([e.ph for e in evs])
+        phs = [e.ph for e in evs]
+        kinds = _phase_kinds(phs)
         present = np.unique(kinds).tolist()
 
         def group(kind) -> list[_Event]:
@@ -665,7 +666,9 @@ class _Builder:
         if flows:
             part = self._common(flows)
             part["flow_id"] = _flow_ids([e.id for e in flows], [e.id2 for e in flows])
-            part["phase"] = [e.ph for e in flows]
+            # s / f / t as int8 codes (a category of present values at the end)
+            part["phase"] = np.fromiter(map(_FLOW_PHASES.index, _pick(phs, np.flatnonzero(
+                kinds == _FLOW)) if len(present) > 1 else phs), np.int8, len(flows))
             self.flow_parts.append(_finish_part(part, has_dur=False))
 
     def _args(self, evs: list[_Event], part: dict, ph: str | None = None) -> None:
@@ -705,6 +708,19 @@ _OTHER, _SLICE, _META, _FLOW, _COUNTER, _INSTANT, _BEGIN_END = range(7)
 _PHASE_KIND = {"X": _SLICE, "M": _META, "s": _FLOW, "f": _FLOW, "t": _FLOW, "C": _COUNTER,
                "i": _INSTANT, "I": _INSTANT, "n": _INSTANT, "R": _INSTANT,
                "B": _BEGIN_END, "E": _BEGIN_END}
+
+
+_FLOW_PHASES = ("s", "f", "t")  # the phases of kind _FLOW
+
+
+def _flow_phase_column(codes: np.ndarray) -> pd.Categorical:
+    """Flow phase codes (`_FLOW_PHASES`) -> the Categorical of the phases present, as pandas
+    infers it from the texts (sorted categories)."""
+    present = sorted(_FLOW_PHASES[c] for c in np.unique(codes).tolist())
+    categories = pd.Categorical(present).categories
+    lut = np.full(len(_FLOW_PHASES), -1, np.int8)
+    lut[[_FLOW_PHASES.index(p) for p in present]] = np.arange(len(present), dtype=np.int8)
+    return pd.Categorical.from_codes(lut[codes], categories=categories)
 
 
 def _phase_kinds(phs: list) -> np.ndarray:
@@ -893,6 +909,8 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
     del slices
     slices = assign_depth(holder)
     flows = finish(b.flow_parts, ["flow_id", "name", "cat", "phase", "track_id", "ts_ns"])
+    if len(flows):
+        flows["phase"] = _flow_phase_column(flows["phase"].to_numpy())
     instants = finish(b.i_parts, ["track_id", "ts_ns", "name", "cat", "scope", "args_row"])
     if b.counter_rows:
         t, ts, series, value = zip(*b.counter_rows)
