@@ -339,7 +339,7 @@ def _parse_csv(source, types: dict) -> pa.Table:
 
 
 _NULLS = pa.array(NULL_TOKENS, pa.string())
-_PADDED = r"^\s|\s$"
+_LONGEST_NULL = max(len(t.encode()) for t in NULL_TOKENS)
 
 
 def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -347,10 +347,105 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
     columns that have padded cells: most columns need no copy at all."""
     if col.null_count == len(col):
         return col
-    if not pc.any(pc.match_substring_regex(col, _PADDED)).as_py():
+    if not has_padded_cells(col):
         return col
     col = pc.utf8_trim_whitespace(col)
+    if not _has_short_cells(col, _LONGEST_NULL):  # no cell can be a N/A token
+        return col
     return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
+
+
+# The bytes RE2's `\s` matches: `[\t\n\f\r ]`, ASCII only (no \v, no U+00A0). A column is
+# trimmed when a cell starts or ends with one of them, as `^\s|\s$` finds it; then all of
+# its cells are trimmed of Unicode whitespace (`utf8_trim_whitespace`, as `str.strip()`).
+_RE2_SPACE = np.zeros(256, bool)
+_RE2_SPACE[[9, 10, 12, 13, 32]] = True
+
+
+def _text_cells(arr: pa.Array):
+    """(data bytes, starts, ends, valid mask or None) of a string / large_string /
+    binary array, read in place from its buffers (a sliced array's own cells only)."""
+    n = len(arr)
+    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    _, offsets, data = arr.buffers()
+    item = np.int64 if wide else np.int32
+    off = np.frombuffer(offsets, item, n + 1, arr.offset * np.dtype(item).itemsize)
+    buf = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return buf, off[:-1], off[1:], valid
+
+
+def _chunks(col) -> list:
+    return col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+
+
+def has_padded_cells(col) -> bool:
+    """Whether a cell of a text column starts or ends with whitespace (RE2's `\s`), i.e.
+    `pc.any(pc.match_substring_regex(col, r"^\s|\s$"))`, read from the first and last byte
+    of each cell. Why: the regex scans every byte of every text column of a large CSV;
+    these bytes are ASCII, so a cell's first / last byte is its first / last character."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        buf, starts, ends, valid = _text_cells(arr)
+        live = ends > starts
+        if valid is not None:
+            live &= valid
+        rows = np.flatnonzero(live)
+        if len(rows) and (_RE2_SPACE[buf[starts[rows]]].any()
+                          or _RE2_SPACE[buf[ends[rows] - 1]].any()):
+            return True
+    return False
+
+
+def _has_short_cells(col, max_bytes: int) -> bool:
+    """Whether a present cell of a text column has at most `max_bytes` bytes."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        _, starts, ends, valid = _text_cells(arr)
+        short = (ends - starts) <= max_bytes
+        if (short & valid).any() if valid is not None else short.any():
+            return True
+    return False
+
+
+# A cell of only these bytes is a plain decimal (or not a number at all): finite unless it
+# has hundreds of digits (a double overflows beyond ~1.8e308).
+_PLAIN_DECIMAL = np.zeros(256, bool)
+_PLAIN_DECIMAL[list(b"0123456789+-.")] = True
+_FINITE_DIGITS = 300
+
+
+def _no_cell_is_non_finite(col) -> bool:
+    """True when no cell of a text column can parse to NaN / inf (every byte of the
+    column's cells is a digit, sign or point, and no cell is long enough to overflow);
+    False when unsure. A numeric column without such cells needs no float parse here."""
+    for arr in _chunks(col):
+        buf, starts, ends, _ = _text_cells(arr)
+        if len(starts) == 0:
+            continue
+        lo, hi = int(starts[0]), int(ends[-1])
+        if hi > lo and (int((ends - starts).max()) >= _FINITE_DIGITS
+                        or not _PLAIN_DECIMAL[buf[lo:hi]].all()):
+            return False
+    return True
+
+
+def _first_cell_is_number(col) -> bool:
+    """Whether the first present cell casts to float64 (a text column fails here, at
+    once; the cast of a whole column parses every cell before it reports the failure)."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        first = 0 if arr.null_count == 0 else \
+            int(np.argmax(arr.is_valid().to_numpy(zero_copy_only=False)))
+        try:
+            pc.cast(arr.slice(first, 1), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+        return True
+    return False
 
 
 def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
@@ -369,6 +464,11 @@ def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
         cols[name] = col
         present = len(col) - col.null_count
         if present == 0:
+            continue
+        # Exact shortcuts: a column with no possibly non-finite cell is left as it is, and
+        # a column whose first cell is no number is not numeric.
+        if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and (
+                _no_cell_is_non_finite(col) or not _first_cell_is_number(col)):
             continue
         try:
             values = pc.cast(col, pa.float64())
