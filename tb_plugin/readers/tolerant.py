@@ -380,7 +380,7 @@ def _chunks(col) -> list:
 
 
 def has_padded_cells(col) -> bool:
-    """Whether a cell of a text column starts or ends with whitespace (RE2's `\s`), i.e.
+    r"""Whether a cell of a text column starts or ends with whitespace (RE2's `\s`), i.e.
     `pc.any(pc.match_substring_regex(col, r"^\s|\s$"))`, read from the first and last byte
     of each cell. Why: the regex scans every byte of every text column of a large CSV;
     these bytes are ASCII, so a cell's first / last byte is its first / last character."""
@@ -422,9 +422,9 @@ def _no_cell_is_non_finite(col) -> bool:
     column's cells is a digit, sign or point, and no cell is long enough to overflow);
     False when unsure. A numeric column without such cells needs no float parse here."""
     for arr in _chunks(col):
-        buf, starts, ends, _ = _text_cells(arr)
-        if len(starts) == 0:
+        if len(arr) == 0:
             continue
+        buf, starts, ends, _ = _text_cells(arr)
         lo, hi = int(starts[0]), int(ends[-1])
         if hi > lo and (int((ends - starts).max()) >= _FINITE_DIGITS
                         or not _PLAIN_DECIMAL[buf[lo:hi]].all()):
