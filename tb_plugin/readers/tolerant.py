@@ -222,6 +222,32 @@ _MAX_US = str(np.iinfo(np.int64).max // 1000 - 1)
 _MAX_US_INT = int(_MAX_US)
 
 
+def us_columns_to_ns(columns: list) -> list[np.ndarray]:
+    """`us_text_to_ns` of each of several text columns (pandas string Series or Arrow
+    string arrays), parsed in one call over the columns end to end. Why: the parse has a
+    fixed cost per call (one pass per text shape), which a small CSV paid once per column;
+    each cell is parsed alone, so the joined parse gives every column its own result."""
+    arrays = [_string_array(c) for c in columns]
+    if len(arrays) < 2 or sum(a.nbytes for a in arrays) > _JOINED_BYTES:
+        return [us_text_to_ns(a) for a in arrays]
+    ns = us_text_to_ns(pa.concat_arrays(arrays))
+    bounds = np.cumsum([0] + [len(a) for a in arrays])
+    return [ns[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+_JOINED_BYTES = 1 << 30  # the joined text keeps 32-bit offsets
+
+
+def _string_array(values) -> pa.Array:
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else \
+        pa.array(values, from_pandas=True)
+    if arr.type != pa.string():
+        arr = arr.cast(pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.string())
+    return arr
+
+
 def to_int64(values) -> pd.arrays.IntegerArray:
     """Numbers given as text to nullable int64 (rounded); missing, not finite or beyond the
     int64 range -> <NA> (a count or an id that large is damage, not data)."""
@@ -410,24 +436,25 @@ def _has_short_cells(col, max_bytes: int) -> bool:
     return False
 
 
-# A cell of only these bytes is a plain decimal (or not a number at all): finite unless it
-# has hundreds of digits (a double overflows beyond ~1.8e308).
-_PLAIN_DECIMAL = np.zeros(256, bool)
-_PLAIN_DECIMAL[list(b"0123456789+-.")] = True
+# A cell of only the bytes '+' to '9' (digits, signs, point, and ',' '/') spells no NaN or
+# inf: it is a plain decimal, finite unless it has hundreds of digits (a double overflows
+# beyond ~1.8e308), or no number at all.
+_PLAIN_LOW, _PLAIN_HIGH = ord("+"), ord("9")
 _FINITE_DIGITS = 300
 
 
 def _no_cell_is_non_finite(col) -> bool:
     """True when no cell of a text column can parse to NaN / inf (every byte of the
-    column's cells is a digit, sign or point, and no cell is long enough to overflow);
+    column's cells is one of `+,-./0123456789`, and no cell is long enough to overflow);
     False when unsure. A numeric column without such cells needs no float parse here."""
     for arr in _chunks(col):
         if len(arr) == 0:
             continue
         buf, starts, ends, _ = _text_cells(arr)
         lo, hi = int(starts[0]), int(ends[-1])
-        if hi > lo and (int((ends - starts).max()) >= _FINITE_DIGITS
-                        or not _PLAIN_DECIMAL[buf[lo:hi]].all()):
+        cells = buf[lo:hi]
+        if hi > lo and (int((ends - starts).max()) >= _FINITE_DIGITS or cells.min() < _PLAIN_LOW
+                        or cells.max() > _PLAIN_HIGH):
             return False
     return True
 

@@ -61,7 +61,7 @@ from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .msprof import set_core_counts
-from .tolerant import to_float, to_int64, us_text_to_ns
+from .tolerant import to_float, to_int64, us_columns_to_ns, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -186,9 +186,25 @@ def _check_any_data(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- conversions
 
 def _convert(df: pd.DataFrame, table: C.Table, dialect: _Dialect) -> dict:
-    """The table's columns `df` has, converted; absent columns are omitted."""
-    return {name: _conv(df[header], table[name].kind, dialect)
-            for name, header in C.resolve(df, table).items()}
+    """The table's columns `df` has, converted; absent columns are omitted. The µs text
+    columns are parsed together (`us_columns_to_ns`: one parse per file, not per column)."""
+    headers = C.resolve(df, table)
+    texts = [name for name, header in headers.items() if table[name].kind in _US_KINDS
+             and df[header].dtype == "string"]
+    parsed = dict(zip(texts, us_columns_to_ns([df[headers[name]] for name in texts])))
+    out = {}
+    for name, header in headers.items():
+        kind = table[name].kind
+        if name in parsed and kind == "us_or_missing":
+            out[name] = np.where(df[header].isna().to_numpy(), -1, parsed[name]).astype(np.int64)
+        elif name in parsed:
+            out[name] = parsed[name]
+        else:
+            out[name] = _conv(df[header], kind, dialect)
+    return out
+
+
+_US_KINDS = ("us", "us_or_missing")
 
 
 def _conv(s: pd.Series, conv: str, dialect: _Dialect):
