@@ -424,6 +424,68 @@ def has_padded_cells(col) -> bool:
     return False
 
 
+def cells_start_with(col, first: bytes) -> bool:
+    """Whether a present, non-empty cell of a text column (pandas string Series or Arrow
+    array) starts with one of the ASCII bytes `first` (read from the offsets)."""
+    return _boundary_bytes_in(col, first, 0)
+
+
+def cells_end_with(col, last: bytes) -> bool:
+    """Whether a present, non-empty cell of a text column ends with one of the ASCII bytes
+    `last`."""
+    return _boundary_bytes_in(col, last, -1)
+
+
+def cells_contain(col, chars: bytes) -> bool:
+    """Whether the bytes of a text column's cells hold one of the ASCII bytes `chars` (the
+    bytes of missing cells count too: True means "maybe")."""
+    for arr in _chunks(_as_arrow(col)):
+        if len(arr) == 0:
+            continue
+        buf, starts, ends, _ = _text_cells(arr)
+        cells = buf[int(starts[0]):int(ends[-1])]
+        if len(cells) and np.isin(cells, np.frombuffer(chars, np.uint8)).any():
+            return True
+    return False
+
+
+def may_need_trim(col) -> bool:
+    """False when no cell of a text column starts or ends with whitespace as
+    `utf8_trim_whitespace` / `str.strip()` sees it (ASCII \t-\r, \x1c-\x1f, space, or a
+    non-ASCII space: a cell's boundary byte of one of those is "maybe")."""
+    return (_boundary_bytes_in(col, _TRIM_FIRST, 0)
+            or _boundary_bytes_in(col, _TRIM_LAST, -1))
+
+
+# The first / last UTF-8 bytes of every character `utf8_trim_whitespace` trims: ASCII 9-13,
+# 28-32 and U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+_TRIM_FIRST = bytes([*range(9, 14), *range(28, 33), 0xC2, 0xE1, 0xE2, 0xE3])
+_TRIM_LAST = bytes([*range(9, 14), *range(28, 33), *range(0x80, 0x8B), 0x9F, 0xA0, 0xA8,
+                    0xA9, 0xAF])
+
+
+def _as_arrow(col):
+    return col if isinstance(col, (pa.Array, pa.ChunkedArray)) else \
+        pa.array(col, from_pandas=True)
+
+
+def _boundary_bytes_in(col, chars: bytes, side: int) -> bool:
+    table = np.zeros(256, bool)
+    table[list(chars)] = True
+    for arr in _chunks(_as_arrow(col)):
+        if len(arr) == arr.null_count:
+            continue
+        buf, starts, ends, valid = _text_cells(arr)
+        live = ends > starts
+        if valid is not None:
+            live &= valid
+        rows = np.flatnonzero(live)
+        at = starts[rows] if side == 0 else ends[rows] - 1
+        if len(rows) and table[buf[at]].any():
+            return True
+    return False
+
+
 def _has_short_cells(col, max_bytes: int) -> bool:
     """Whether a present cell of a text column has at most `max_bytes` bytes."""
     for arr in _chunks(col):

@@ -214,3 +214,42 @@ def test_read_csv_text_cells_as_the_csv_module(tmp_path):
                else v for v in df[name].astype(object).where(df[name].notna(), None)]
         assert got == want, name
     assert len(warnings) == 1 and "Value 1" in warnings[0]
+
+
+def test_may_need_trim_never_misses_a_trimmed_character():
+    # Every code point at the start and at the end of a cell: where str.strip() (and Arrow's
+    # utf8_trim_whitespace) would remove it, the shortcut must say "maybe".
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for cells in (["x" + c for c in points], [c + "x" for c in points]):
+        arr = pa.array(cells)
+        trimmed = pc.utf8_trim_whitespace(arr).to_pylist()
+        for cell, t in zip(cells, trimmed):
+            assert t == cell.strip()
+        stripped = [c for c, t in zip(cells, trimmed) if t != c]
+        assert len(stripped) == 29  # the 29 whitespace characters of Python and Arrow
+        assert all(tolerant.may_need_trim(pa.array([c])) for c in stripped)
+    kept = ["abc", "中", "a b", "", None, "x\u00a0y"]  # (a last byte like é's A9: "maybe")
+    assert not tolerant.may_need_trim(pa.array(kept))
+    assert tolerant.may_need_trim(pa.array(kept + ["a "]))
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
+def test_cell_boundaries_and_bytes_as_python(typ):
+    rng = random.Random(3)
+    alphabet = ["a", ";", "\n", "\r", "1", "中", " ", ""]
+    for _ in range(200):
+        cells = [None if rng.random() < 0.15 else
+                 "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 4)))
+                 for _ in range(rng.randrange(1, 6))]
+        arr = pa.array(cells, typ)
+        lo = rng.randrange(0, len(cells))
+        part, part_cells = arr.slice(lo), cells[lo:]
+        present = [c for c in part_cells if c]
+        assert tolerant.cells_start_with(part, b"1;") is any(c[0] in "1;" for c in present)
+        assert tolerant.cells_end_with(part, b";\n") is any(c[-1] in ";\n" for c in present)
+        if any("\n" in c or "\r" in c for c in present):  # may say "maybe" otherwise
+            assert tolerant.cells_contain(part, b"\r\n")
+    assert not tolerant.cells_contain(pa.array(["a;b", None, ""]), b"\r\n")
+    series = __import__("pandas").Series(["NPU:0", "3", None], dtype="string")
+    assert tolerant.cells_start_with(series, b"0123456789")
+    assert not tolerant.cells_start_with(series[:1], b"0123456789")
