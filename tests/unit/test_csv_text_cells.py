@@ -253,3 +253,31 @@ def test_cell_boundaries_and_bytes_as_python(typ):
     series = __import__("pandas").Series(["NPU:0", "3", None], dtype="string")
     assert tolerant.cells_start_with(series, b"0123456789")
     assert not tolerant.cells_start_with(series[:1], b"0123456789")
+
+
+def test_read_csv_across_blocks_and_rows_longer_than_a_block(tmp_path):
+    # More than one parse block (1 MiB) of rows, quoted cells with CR LF inside, and one row
+    # longer than a block (a call stack of 2 MiB): the frame holds the csv module's cells.
+    rng = random.Random(5)
+    rows = [["Name", "Call Stack", "Duration(us)"]]
+    for i in range(40000):
+        stack = ";\r\n".join(f"f{rng.randrange(1000)}.py({i}): g" for _ in range(rng.randrange(3)))
+        rows.append([f"op{i}", stack, f"{rng.random() * 100:.3f}\t"])
+    rows.insert(20000, ["huge", "x;\r\n" * (1 << 19), "1.0"])
+    path = tmp_path / "operator_details.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    assert path.stat().st_size > 2 * tolerant._BLOCK_BYTES
+    df, warnings = read_csv(str(path), "operator_details.csv")
+    assert warnings == []
+    limit = csv.field_size_limit(1 << 30)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            body = list(csv.reader(fh))[1:]
+    finally:
+        csv.field_size_limit(limit)
+    assert len(df) == len(body)
+    for j, name in enumerate(rows[0]):
+        want = clean_reference([None if r[j] in NULL_TOKENS else r[j] for r in body])
+        got = df[name].astype(object).where(df[name].notna(), None).tolist()
+        assert got == want, name
