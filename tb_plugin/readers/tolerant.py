@@ -264,7 +264,9 @@ def to_float(values) -> np.ndarray:
     if s.dtype.kind in "fiu":
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         return np.where(np.isinf(v), np.nan, v)
-    s = s.astype("string").str.strip()
+    s = s.astype("string")
+    if may_need_trim(s):  # (the CSV reader trimmed most columns already)
+        s = s.str.strip()
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     v[np.isinf(v)] = np.nan  # "inf" is no measurement: never part of a sum
     return v
