@@ -280,8 +280,8 @@ def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
         return np.zeros(n, dtype=dtype)
     if dtype == "float64":
         return np.full(n, np.nan)
-    if dtype == "Int64":
-        return pd.array([pd.NA] * n, dtype="Int64")
+    if dtype == "Int64":  # all missing, without a Python list of n NAs
+        return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
     if dtype == "category":
         return pd.Categorical([""] * n)
     return pd.array([""] * n, dtype="string")

@@ -42,24 +42,39 @@ def required(table: Table) -> tuple[str, ...]:
 
 def find_header(df: pd.DataFrame, *headers: str) -> str | None:
     """First of `headers` that is a column of `df`: exact, then ignoring case."""
-    for h in headers:
-        if h in df.columns:
-            return h
-    lower = {c.lower(): c for c in df.columns}
-    for h in headers:
-        if h.lower() in lower:
-            return lower[h.lower()]
-    return None
+    return _Headers(df).find(headers)
 
 
 def resolve(df: pd.DataFrame, table: Table) -> dict[str, str]:
     """{canonical name: the header `df` has for it}; columns the file lacks are absent."""
+    names = _Headers(df)
     out = {}
     for col in table.values():
-        h = find_header(df, *col.headers)
+        h = names.find(col.headers)
         if h is not None:
             out[col.name] = h
     return out
+
+
+class _Headers:
+    """A frame's column names, read once for many look-ups (a kernel file is matched
+    against ~150 counters; iterating a pandas column index costs per name each time)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.names = list(df.columns)
+        self.exact = set(self.names)
+        self._lower: dict[str, str] | None = None
+
+    def find(self, headers) -> str | None:
+        for h in headers:
+            if h in self.exact:
+                return h
+        if self._lower is None:
+            self._lower = {c.lower(): c for c in self.names}
+        for h in headers:
+            if h.lower() in self._lower:
+                return self._lower[h.lower()]
+        return None
 
 
 # --------------------------------------------------------------------------- torch_npu / MindSpore 2.x
@@ -513,8 +528,9 @@ def pmu_column(metric: str) -> str | None:
 def resolve_pmu(df: pd.DataFrame) -> dict[str, str]:
     """{PMU column name: the header `df` has for it} for every counter the file carries."""
     out = {}
+    names = _Headers(df)
     for counter in PMU_COUNTERS.values():
-        h = find_header(df, *counter.headers)
+        h = names.find(counter.headers)
         if h is not None:
             out[counter.name] = h
     return out

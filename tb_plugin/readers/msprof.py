@@ -78,7 +78,7 @@ from . import columns as C
 from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
-from .tolerant import to_float, us_text_to_ns
+from .tolerant import to_float, us_columns_to_ns, us_text_to_ns
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
 _SLICE = re.compile(r"_slice_(\d+)")
@@ -313,6 +313,8 @@ def _us(df: pd.DataFrame, header: str | None) -> np.ndarray:
     """µs text -> exact int ns (0 for empty cells, zeros without the column)."""
     if header is None:
         return np.zeros(len(df), np.int64)
+    if df[header].dtype == "string":  # read in place (a missing cell is 0 either way)
+        return us_columns_to_ns([df[header]])[0]
     return us_text_to_ns(df[header].fillna("").astype(str).to_numpy(dtype=object))
 
 

@@ -222,6 +222,32 @@ _MAX_US = str(np.iinfo(np.int64).max // 1000 - 1)
 _MAX_US_INT = int(_MAX_US)
 
 
+def us_columns_to_ns(columns: list) -> list[np.ndarray]:
+    """`us_text_to_ns` of each of several text columns (pandas string Series or Arrow
+    string arrays), parsed in one call over the columns end to end. Why: the parse has a
+    fixed cost per call (one pass per text shape), which a small CSV paid once per column;
+    each cell is parsed alone, so the joined parse gives every column its own result."""
+    arrays = [_string_array(c) for c in columns]
+    if len(arrays) < 2 or sum(a.nbytes for a in arrays) > _JOINED_BYTES:
+        return [us_text_to_ns(a) for a in arrays]
+    ns = us_text_to_ns(pa.concat_arrays(arrays))
+    bounds = np.cumsum([0] + [len(a) for a in arrays])
+    return [ns[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+_JOINED_BYTES = 1 << 30  # the joined text keeps 32-bit offsets
+
+
+def _string_array(values) -> pa.Array:
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else \
+        pa.array(values, from_pandas=True)
+    if arr.type != pa.string():
+        arr = arr.cast(pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.string())
+    return arr
+
+
 def to_int64(values) -> pd.arrays.IntegerArray:
     """Numbers given as text to nullable int64 (rounded); missing, not finite or beyond the
     int64 range -> <NA> (a count or an id that large is damage, not data)."""
@@ -238,7 +264,9 @@ def to_float(values) -> np.ndarray:
     if s.dtype.kind in "fiu":
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         return np.where(np.isinf(v), np.nan, v)
-    s = s.astype("string").str.strip()
+    s = s.astype("string")
+    if may_need_trim(s):  # (the CSV reader trimmed most columns already)
+        s = s.str.strip()
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     v[np.isinf(v)] = np.nan  # "inf" is no measurement: never part of a sum
     return v
@@ -327,19 +355,29 @@ def _parse_csv(source, types: dict) -> pa.Table:
         except UnicodeEncodeError:  # a non-UTF-8 file name: Arrow opens UTF-8 names only
             with open(source, "rb") as fh:
                 return _parse_csv(fh, types)
-    table = pacsv.read_csv(
-        source,
-        read_options=pacsv.ReadOptions(block_size=16 << 20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(
-            column_types=types, strings_can_be_null=True, null_values=NULL_TOKENS,
-            auto_dict_encode=False, quoted_strings_can_be_null=True))
+    table = _arrow_read_csv(source, types, _BLOCK_BYTES)
     return pa.table({name: _as_text(col) for name, col in zip(table.column_names,
                                                              table.columns)})
 
 
+# Not smaller, though 1 MiB blocks parse a wide file in about half the CPU time: where a
+# block ends between the CR and the LF of a quoted CR LF (torch_npu's shapes and call
+# stacks), Arrow (26.0) drops the LF, so the cells depend on where the blocks end.
+_BLOCK_BYTES = 16 << 20
+
+
+def _arrow_read_csv(source, types: dict, block_size: int) -> pa.Table:
+    return pacsv.read_csv(
+        source,
+        read_options=pacsv.ReadOptions(block_size=block_size),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, strings_can_be_null=True, null_values=NULL_TOKENS,
+            auto_dict_encode=False, quoted_strings_can_be_null=True))
+
+
 _NULLS = pa.array(NULL_TOKENS, pa.string())
-_PADDED = r"^\s|\s$"
+_LONGEST_NULL = max(len(t.encode()) for t in NULL_TOKENS)
 
 
 def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -347,10 +385,168 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
     columns that have padded cells: most columns need no copy at all."""
     if col.null_count == len(col):
         return col
-    if not pc.any(pc.match_substring_regex(col, _PADDED)).as_py():
+    if not has_padded_cells(col):
         return col
     col = pc.utf8_trim_whitespace(col)
+    if not _has_short_cells(col, _LONGEST_NULL):  # no cell can be a N/A token
+        return col
     return pc.if_else(pc.is_in(col, value_set=_NULLS), pa.scalar(None, pa.string()), col)
+
+
+# The bytes RE2's `\s` matches: `[\t\n\f\r ]`, ASCII only (no \v, no U+00A0). A column is
+# trimmed when a cell starts or ends with one of them, as `^\s|\s$` finds it; then all of
+# its cells are trimmed of Unicode whitespace (`utf8_trim_whitespace`, as `str.strip()`).
+_RE2_SPACE = np.zeros(256, bool)
+_RE2_SPACE[[9, 10, 12, 13, 32]] = True
+
+
+def _text_cells(arr: pa.Array):
+    """(data bytes, starts, ends, valid mask or None) of a string / large_string /
+    binary array, read in place from its buffers (a sliced array's own cells only)."""
+    n = len(arr)
+    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    _, offsets, data = arr.buffers()
+    item = np.int64 if wide else np.int32
+    off = np.frombuffer(offsets, item, n + 1, arr.offset * np.dtype(item).itemsize)
+    buf = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return buf, off[:-1], off[1:], valid
+
+
+def _chunks(col) -> list:
+    return col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+
+
+def has_padded_cells(col) -> bool:
+    r"""Whether a cell of a text column starts or ends with whitespace (RE2's `\s`), i.e.
+    `pc.any(pc.match_substring_regex(col, r"^\s|\s$"))`, read from the first and last byte
+    of each cell. Why: the regex scans every byte of every text column of a large CSV;
+    these bytes are ASCII, so a cell's first / last byte is its first / last character."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        buf, starts, ends, valid = _text_cells(arr)
+        live = ends > starts
+        if valid is not None:
+            live &= valid
+        rows = np.flatnonzero(live)
+        if len(rows) and (_RE2_SPACE[buf[starts[rows]]].any()
+                          or _RE2_SPACE[buf[ends[rows] - 1]].any()):
+            return True
+    return False
+
+
+def cells_start_with(col, first: bytes) -> bool:
+    """Whether a present, non-empty cell of a text column (pandas string Series or Arrow
+    array) starts with one of the ASCII bytes `first` (read from the offsets)."""
+    return _boundary_bytes_in(col, first, 0)
+
+
+def cells_end_with(col, last: bytes) -> bool:
+    """Whether a present, non-empty cell of a text column ends with one of the ASCII bytes
+    `last`."""
+    return _boundary_bytes_in(col, last, -1)
+
+
+def cells_contain(col, chars: bytes) -> bool:
+    """Whether the bytes of a text column's cells hold one of the ASCII bytes `chars` (the
+    bytes of missing cells count too: True means "maybe")."""
+    for arr in _chunks(_as_arrow(col)):
+        if len(arr) == 0:
+            continue
+        buf, starts, ends, _ = _text_cells(arr)
+        cells = buf[int(starts[0]):int(ends[-1])]
+        if len(cells) and np.isin(cells, np.frombuffer(chars, np.uint8)).any():
+            return True
+    return False
+
+
+def may_need_trim(col) -> bool:
+    """False when no cell of a text column starts or ends with whitespace as
+    `utf8_trim_whitespace` / `str.strip()` sees it (ASCII \t-\r, \x1c-\x1f, space, or a
+    non-ASCII space: a cell's boundary byte of one of those is "maybe")."""
+    return (_boundary_bytes_in(col, _TRIM_FIRST, 0)
+            or _boundary_bytes_in(col, _TRIM_LAST, -1))
+
+
+# The first / last UTF-8 bytes of every character `utf8_trim_whitespace` trims: ASCII 9-13,
+# 28-32 and U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+_TRIM_FIRST = bytes([*range(9, 14), *range(28, 33), 0xC2, 0xE1, 0xE2, 0xE3])
+_TRIM_LAST = bytes([*range(9, 14), *range(28, 33), *range(0x80, 0x8B), 0x9F, 0xA0, 0xA8,
+                    0xA9, 0xAF])
+
+
+def _as_arrow(col):
+    return col if isinstance(col, (pa.Array, pa.ChunkedArray)) else \
+        pa.array(col, from_pandas=True)
+
+
+def _boundary_bytes_in(col, chars: bytes, side: int) -> bool:
+    table = np.zeros(256, bool)
+    table[list(chars)] = True
+    for arr in _chunks(_as_arrow(col)):
+        if len(arr) == arr.null_count:
+            continue
+        buf, starts, ends, valid = _text_cells(arr)
+        live = ends > starts
+        if valid is not None:
+            live &= valid
+        rows = np.flatnonzero(live)
+        at = starts[rows] if side == 0 else ends[rows] - 1
+        if len(rows) and table[buf[at]].any():
+            return True
+    return False
+
+
+def _has_short_cells(col, max_bytes: int) -> bool:
+    """Whether a present cell of a text column has at most `max_bytes` bytes."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        _, starts, ends, valid = _text_cells(arr)
+        short = (ends - starts) <= max_bytes
+        if (short & valid).any() if valid is not None else short.any():
+            return True
+    return False
+
+
+# A cell of only the bytes '+' to '9' (digits, signs, point, and ',' '/') spells no NaN or
+# inf: it is a plain decimal, finite unless it has hundreds of digits (a double overflows
+# beyond ~1.8e308), or no number at all.
+_PLAIN_LOW, _PLAIN_HIGH = ord("+"), ord("9")
+_FINITE_DIGITS = 300
+
+
+def _no_cell_is_non_finite(col) -> bool:
+    """True when no cell of a text column can parse to NaN / inf (every byte of the
+    column's cells is one of `+,-./0123456789`, and no cell is long enough to overflow);
+    False when unsure. A numeric column without such cells needs no float parse here."""
+    for arr in _chunks(col):
+        if len(arr) == 0:
+            continue
+        buf, starts, ends, _ = _text_cells(arr)
+        lo, hi = int(starts[0]), int(ends[-1])
+        cells = buf[lo:hi]
+        if hi > lo and (int((ends - starts).max()) >= _FINITE_DIGITS or cells.min() < _PLAIN_LOW
+                        or cells.max() > _PLAIN_HIGH):
+            return False
+    return True
+
+
+def _first_cell_is_number(col) -> bool:
+    """Whether the first present cell casts to float64 (a text column fails here, at
+    once; the cast of a whole column parses every cell before it reports the failure)."""
+    for arr in _chunks(col):
+        if len(arr) == arr.null_count:
+            continue
+        first = 0 if arr.null_count == 0 else \
+            int(np.argmax(arr.is_valid().to_numpy(zero_copy_only=False)))
+        try:
+            pc.cast(arr.slice(first, 1), pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+        return True
+    return False
 
 
 def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
@@ -369,6 +565,11 @@ def _skip_non_numbers(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
         cols[name] = col
         present = len(col) - col.null_count
         if present == 0:
+            continue
+        # Exact shortcuts: a column with no possibly non-finite cell is left as it is, and
+        # a column whose first cell is no number is not numeric.
+        if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and (
+                _no_cell_is_non_finite(col) or not _first_cell_is_number(col)):
             continue
         try:
             values = pc.cast(col, pa.float64())

@@ -61,7 +61,8 @@ from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .msprof import set_core_counts
-from .tolerant import to_float, to_int64, us_text_to_ns
+from .tolerant import cells_contain, cells_end_with, cells_start_with, may_need_trim, to_float, \
+    to_int64, us_columns_to_ns, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -186,9 +187,25 @@ def _check_any_data(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- conversions
 
 def _convert(df: pd.DataFrame, table: C.Table, dialect: _Dialect) -> dict:
-    """The table's columns `df` has, converted; absent columns are omitted."""
-    return {name: _conv(df[header], table[name].kind, dialect)
-            for name, header in C.resolve(df, table).items()}
+    """The table's columns `df` has, converted; absent columns are omitted. The µs text
+    columns are parsed together (`us_columns_to_ns`: one parse per file, not per column)."""
+    headers = C.resolve(df, table)
+    texts = [name for name, header in headers.items() if table[name].kind in _US_KINDS
+             and df[header].dtype == "string"]
+    parsed = dict(zip(texts, us_columns_to_ns([df[headers[name]] for name in texts])))
+    out = {}
+    for name, header in headers.items():
+        kind = table[name].kind
+        if name in parsed and kind == "us_or_missing":
+            out[name] = np.where(df[header].isna().to_numpy(), -1, parsed[name]).astype(np.int64)
+        elif name in parsed:
+            out[name] = parsed[name]
+        else:
+            out[name] = _conv(df[header], kind, dialect)
+    return out
+
+
+_US_KINDS = ("us", "us_or_missing")
 
 
 def _conv(s: pd.Series, conv: str, dialect: _Dialect):
@@ -233,16 +250,25 @@ def _arrow_text(s: pd.Series) -> pa.Array:
 
 
 def _shapes_text(s: pd.Series) -> pd.Series:
-    """`"8,3,224,224;\r\n64,3,7,7;\r\n"` -> `"8,3,224,224;64,3,7,7"` (one form everywhere)."""
-    a = pc.replace_substring_regex(_arrow_text(s), pattern=r"[\r\n]+", replacement="")
-    a = pc.replace_substring_regex(pc.utf8_trim_whitespace(a), pattern=r";$", replacement="")
+    """`"8,3,224,224;\r\n64,3,7,7;\r\n"` -> `"8,3,224,224;64,3,7,7"` (one form everywhere).
+    Each rewrite runs only when some cell has what it rewrites (most files have no CR LF)."""
+    a = _arrow_text(s)
+    if cells_contain(a, b"\r\n"):
+        a = pc.replace_substring_regex(a, pattern=r"[\r\n]+", replacement="")
+    if may_need_trim(a):
+        a = pc.utf8_trim_whitespace(a)
+    if cells_end_with(a, b";"):
+        a = pc.replace_substring_regex(a, pattern=r";$", replacement="")
     return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
 
 
 def _stack_text(s: pd.Series) -> pd.Series:
     """Call stack frames separated by `"\n"` instead of `;\r\n`; no trailing separator."""
-    a = pc.replace_substring_regex(_arrow_text(s), pattern=r";?\r?\n", replacement="\n")
-    a = pc.replace_substring_regex(a, pattern=r"[;\n]+$", replacement="")
+    a = _arrow_text(s)
+    if cells_contain(a, b"\n"):
+        a = pc.replace_substring_regex(a, pattern=r";?\r?\n", replacement="\n")
+    if cells_end_with(a, b";\n"):
+        a = pc.replace_substring_regex(a, pattern=r"[;\n]+$", replacement="")
     return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
 
 
@@ -502,8 +528,14 @@ def _read_steps(ctx: _Ctx) -> None:
 def _device_text(s: pd.Series) -> pd.Series:
     """`NPU:0` as written; bare numbers become `NPU:{n}`."""
     s = s.astype("string").fillna("")
+    if not cells_start_with(s, _MAYBE_DIGIT):  # no cell is a bare number
+        return s
     numeric = s.str.fullmatch(r"\d+").fillna(False)
     return s.where(~numeric, "NPU:" + s)
+
+
+# First bytes of a cell `\d+` may match: ASCII digits, and any non-ASCII character.
+_MAYBE_DIGIT = bytes([*b"0123456789", *range(0xC2, 0xF5)])
 
 
 def _read_memory_records(ctx: _Ctx) -> None:
