@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, table_path, write_columns
+from . import name_text
 
 VERSION = 1
 BASE_SHIFT = 12          # level L buckets are 2^(BASE_SHIFT + 2L) ns wide
@@ -48,16 +49,29 @@ def level_width(level: int) -> int:
     return 1 << (BASE_SHIFT + 2 * level)
 
 
-def _codes(col) -> tuple[np.ndarray, list[str]]:
+def _codes(col) -> tuple[np.ndarray, object]:
+    """(int32 codes, names as an Arrow string array) of a name column; a missing name is ""
+    (one more name). The names are never visited one by one in Python (a trace has
+    hundreds of thousands)."""
+    import pyarrow as pa
+
     if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = [str(c) for c in col.cat.categories]
+        cats = name_text.text(col.cat.categories)
         codes = col.cat.codes.to_numpy().astype(np.int32, copy=False)
         if (codes < 0).any():
-            cats.append("")
+            cats = pa.concat_arrays([cats, pa.array([""], type=cats.type)])
             codes = np.where(codes < 0, len(cats) - 1, codes).astype(np.int32)
         return codes, cats
     cat = pd.Categorical(col.astype("string").fillna(""))
-    return cat.codes.astype(np.int32), [str(c) for c in cat.categories]
+    return cat.codes.astype(np.int32), name_text.text(cat.categories)
+
+
+def _string_column(names) -> pd.api.extensions.ExtensionArray:
+    """The names (Arrow) as the `name` column of trace_names / trace_cats: pandas' string
+    dtype, wrapping the Arrow array without a copy."""
+    import pyarrow as pa
+
+    return pd.array(names.cast(pa.large_string()), dtype="string")
 
 
 def _group_starts(*keys: np.ndarray) -> np.ndarray:
@@ -184,8 +198,8 @@ def build_columns(slices, flows, counters, step_windows=None, emit=None,
         del parts
     emit("trace_lod", lod)
     del lod
-    emit("trace_names", {"name": pd.array(names, dtype="string")})
-    emit("trace_cats", {"name": pd.array(cats, dtype="string")})
+    emit("trace_names", {"name": _string_column(names)})
+    emit("trace_cats", {"name": _string_column(cats)})
     del names, cats
 
     if callable(flows):
