@@ -234,26 +234,49 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
     c_name = name[idx]
 
     # LOD summaries per level, from the lane-ordered rows (buckets stay sorted per level).
+    # Once a level holds every row, each further level merges the previous level's buckets
+    # four by four (its buckets are 4x wider): sums, maxima, the first longest slice of the
+    # merged buckets, the same numbers as from the rows, at the cost of the buckets.
     parts = []
+    merged = None   # the previous level's buckets when that level held every row
     for level in range(levels):
-        sel = np.flatnonzero(c_cls <= level)
-        if len(sel) == 0:
-            continue
-        lane = lane_of[sel]
-        bucket = (c_start[sel] - origin) >> (BASE_SHIFT + 2 * level)
-        g = _group_starts(lane, bucket)
-        d = c_dur[sel]
-        longest = _argmax_in_groups(d, g)
-        parts.append({
-            "gkey": lane[g] * 64 + level,
-            "bucket": bucket[g],
-            "count": np.diff(np.r_[g, len(sel)]).astype(np.int64),
-            "busy_ns": np.add.reduceat(d, g),
-            "name": c_name[sel][longest],
-            "first_ns": c_start[sel][g],
-            "last_ns": np.maximum.reduceat(c_end[sel], g),
-        })
-        del sel, lane, bucket, g, d, longest
+        if merged is None:
+            sel = np.flatnonzero(c_cls <= level)
+            if len(sel) == 0:
+                continue
+            every = len(sel) == m
+            lane = lane_of if every else lane_of[sel]
+            s_start = c_start if every else c_start[sel]
+            bucket = (s_start - origin) >> (BASE_SHIFT + 2 * level)
+            g = _group_starts(lane, bucket)
+            d = c_dur if every else c_dur[sel]
+            longest = _argmax_in_groups(d, g)
+            cur = {"lane": lane[g], "bucket": bucket[g],
+                   "count": np.diff(np.r_[g, len(sel)]).astype(np.int64),
+                   "busy_ns": np.add.reduceat(d, g), "max_dur": np.maximum.reduceat(d, g),
+                   "name": (c_name if every else c_name[sel])[longest],
+                   "first_ns": s_start[g],
+                   "last_ns": np.maximum.reduceat(c_end if every else c_end[sel], g)}
+            del sel, lane, s_start, bucket, g, d, longest
+            if every:
+                merged = cur
+        else:
+            bucket = merged["bucket"] >> 2
+            g = _group_starts(merged["lane"], bucket)
+            longest = _argmax_in_groups(merged["max_dur"], g)
+            cur = {"lane": merged["lane"][g], "bucket": bucket[g],
+                   "count": np.add.reduceat(merged["count"], g),
+                   "busy_ns": np.add.reduceat(merged["busy_ns"], g),
+                   "max_dur": np.maximum.reduceat(merged["max_dur"], g),
+                   "name": merged["name"][longest], "first_ns": merged["first_ns"][g],
+                   "last_ns": np.maximum.reduceat(merged["last_ns"], g)}
+            merged = cur
+            del bucket, g, longest
+        parts.append({"gkey": cur["lane"] * 64 + level, "bucket": cur["bucket"],
+                      "count": cur["count"], "busy_ns": cur["busy_ns"], "name": cur["name"],
+                      "first_ns": cur["first_ns"], "last_ns": cur["last_ns"]})
+        del cur
+    del merged
     if parts:
         gkey = np.concatenate([p["gkey"] for p in parts])
         bucket = np.concatenate([p["bucket"] for p in parts])
