@@ -214,6 +214,16 @@ def _pct(v: np.ndarray, q: float) -> float:
     return float(np.percentile(v, q)) if len(v) else float("nan")
 
 
+def _p50_p95(v: np.ndarray) -> tuple[float, float]:
+    """(`_pct(v, 50)`, `_pct(v, 95)`) in one pass (numpy computes each quantile of a list
+    as it computes it alone)."""
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    a, b = np.percentile(v, [50, 95])
+    return float(a), float(b)
+
+
 # --------------------------------------------------------------------------- the path
 
 # Absolute times stay int64 (a float64 loses the ns digits of epoch times); durations are
@@ -587,16 +597,17 @@ def _analyze(profile: Profile, gap_ns: int) -> dict:
         # one pass per step (a few hundred at most) over that step's rows only
         cr, lr, gr = c_rows[i], l_rows[i], g_rows[i]
         q, dl, g = qw[cr], delay[lr], g_ns[gr]
+        (q50, q95), (d50, d95) = _p50_p95(q), _p50_p95(dl)
         rows.append({
             "step": int(sid) if len(windows) else None, "start_ns": int(s0), "end_ns": int(s1),
             "calls": int(len(cr)), "launches": int(len(lr)),
-            "queue_wait_p50_ns": _pct(q, 50), "queue_wait_p95_ns": _pct(q, 95),
+            "queue_wait_p50_ns": q50, "queue_wait_p95_ns": q95,
             "queue_wait_max_ns": float(np.nanmax(q)) if np.any(~np.isnan(q)) else float("nan"),
             "dequeue_gaps_over_1ms": int(len(g)), "dequeue_gap_total_ns": float(g.sum()),
             "dequeue_gap_max_ns": float(g.max()) if len(g) else 0.0,
             "worst_gap_start_ns": int(g_start[gr[0]]) if len(gr) else None,
             "worst_gap_end_ns": int(g_end[gr[0]]) if len(gr) else None,
-            "launch_delay_p50_ns": _pct(dl, 50), "launch_delay_p95_ns": _pct(dl, 95),
+            "launch_delay_p50_ns": d50, "launch_delay_p95_ns": d95,
             "device_idle_ns": float(idle[i]), "dispatch_bound_idle_ns": float(bound[i])})
     return {"calls": calls, "launches": launches, "gaps": gaps,
             "steps": pd.DataFrame(rows), "step_rows": rows, "kind": pt["kind"], "gap_ns": gap_ns,
@@ -629,20 +640,24 @@ def ops_table(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _main_paths(names: pd.Series, paths: pd.Series) -> dict:
     """Op name -> the path most of its calls took (aclop wins a tie: it is the slow one;
-    otherwise the first seen of the tied ones), for the names with any path. One pass over
-    the calls: a pandas value_counts per op name cost more than the rest of the table."""
-    counts: dict = {}
-    for name, path in zip(names.tolist(), paths.tolist()):
-        if path is None or path != path:  # no path (None / NaN)
-            continue
-        per_path = counts.setdefault(name, {})
-        per_path[path] = per_path.get(path, 0) + 1
-    out = {}
-    for name, per_path in counts.items():
-        top = max(per_path.values())
-        best = [p for p, n in per_path.items() if n == top]
-        out[name] = "aclop" if "aclop" in best else best[0]
-    return out
+    otherwise the first seen of the tied ones), for the names with any path. Counted per
+    (name, path) code pair: no Python pass over the calls."""
+    valid = ~pd.isna(paths).to_numpy()
+    if not valid.any():
+        return {}
+    n_codes, n_uni = pd.factorize(names.to_numpy(dtype=object)[valid], use_na_sentinel=False)
+    p_codes, p_uni = pd.factorize(paths.to_numpy(dtype=object)[valid], use_na_sentinel=False)
+    pair = n_codes.astype(np.int64) * len(p_uni) + p_codes
+    uniq, first, count = np.unique(pair, return_index=True, return_counts=True)
+    u_name, u_path = uniq // len(p_uni), uniq % len(p_uni)
+    is_aclop = np.array([p == "aclop" for p in p_uni], dtype=bool)[u_path]
+    # Per name: the most calls, then aclop, then the path seen first.
+    o = np.lexsort((first, ~is_aclop, -count, u_name))
+    lead = np.ones(len(o), dtype=bool)
+    lead[1:] = u_name[o][1:] != u_name[o][:-1]
+    best = o[lead]
+    return dict(zip(np.asarray(n_uni, dtype=object)[u_name[best]].tolist(),
+                    np.asarray(p_uni, dtype=object)[u_path[best]].tolist()))
 
 
 def _us(v):

@@ -21,8 +21,9 @@ import weakref
 import numpy as np
 import pandas as pd
 
-# id(categories) -> (weak reference to them, their text, which names are printable ASCII)
-_TEXT: dict[int, tuple[weakref.ref, object, np.ndarray]] = {}
+# id(categories) -> [weak reference to them, their text, which names are printable ASCII,
+# and once asked for, the text with "" appended (codes_text)]
+_TEXT: dict[int, list] = {}
 _PRINTABLE_ASCII = r"^[ -~]*$"
 # Flags RE2 is given (re.I as ignore_case); re.A / re.U change nothing on ASCII text.
 _RE2_FLAGS = re.IGNORECASE | re.ASCII | re.UNICODE
@@ -56,8 +57,8 @@ def _entry(categories: pd.Index):
     try:
         ref = weakref.ref(categories, lambda _r, k=key: _TEXT.pop(k, None))
     except TypeError:  # not weak-referenceable: not kept
-        return (lambda: categories, arr, plain)
-    entry = (ref, arr, plain)
+        return [lambda: categories, arr, plain]
+    entry = [ref, arr, plain]
     _TEXT[key] = entry
     return entry
 
@@ -73,10 +74,14 @@ def codes_text(series: pd.Series) -> tuple[np.ndarray, object]:
     import pyarrow as pa
 
     if isinstance(series.dtype, pd.CategoricalDtype):
-        cats = text(series.cat.categories)
-        labels = pa.concat_arrays([cats, pa.array([""], type=pa.large_string())])
+        entry = _entry(series.cat.categories)
+        if len(entry) == 3:  # the text with "" appended, made once too
+            entry.append(pa.concat_arrays([entry[1], pa.array([""], type=pa.large_string())]))
+        labels = entry[3]
         codes = series.cat.codes.to_numpy().astype(np.int64)
-        return np.where(codes < 0, len(labels) - 1, codes), labels
+        if (codes < 0).any():
+            codes = np.where(codes < 0, len(labels) - 1, codes)
+        return codes, labels
     codes, uniques = pd.factorize(series.astype("string").fillna(""))
     return codes.astype(np.int64), pa.array([str(x) for x in uniques], type=pa.large_string())
 
@@ -119,7 +124,8 @@ def text_mask(labels, plain: np.ndarray | None, pattern: str, flags: int = 0) ->
 
 def category_mask(categories: pd.Index, pattern: str, flags: int = 0) -> np.ndarray:
     """`text_mask` of a categorical's categories (their text converted once)."""
-    _, arr, plain = _entry(categories)
+    entry = _entry(categories)
+    arr, plain = entry[1], entry[2]
     return text_mask(arr, plain, pattern, flags)
 
 

@@ -113,3 +113,12 @@ def test_the_advisors_patterns_take_the_arrow_path(monkeypatch):
     for pattern, flags in PATTERNS[:10]:
         name_text.regex_mask(col, pattern, flags)
     assert calls == [(True, True)] * 10
+
+
+def test_a_column_used_by_codes_text_and_regex_mask_alike():
+    # One categories object serves both (the dispatch path and the advisor share a table).
+    col = pd.Series(pd.Categorical(["Enqueue@a", None, "Dequeue@a"]))
+    codes, labels = name_text.codes_text(col)
+    assert [labels.to_pylist()[c] for c in codes] == ["Enqueue@a", "", "Dequeue@a"]
+    assert list(name_text.regex_mask(col, "^Enqueue")) == [True, False, False]
+    assert name_text.codes_text(col[1:])[1] is labels
