@@ -90,9 +90,9 @@ def _argmax_in_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     n = len(values)
     mx = np.maximum.reduceat(values, starts)
     counts = np.diff(np.r_[starts, n])
-    is_max = values == np.repeat(mx, counts)
-    rev = np.where(is_max, n - np.arange(n), 0)
-    return n - np.maximum.reduceat(rev, starts)
+    at_max = np.flatnonzero(values == np.repeat(mx, counts))
+    # every group holds its maximum: its first one is the first at or after its start
+    return at_max[np.searchsorted(at_max, starts)]
 
 
 def _stable_order(key: np.ndarray) -> np.ndarray:
