@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ..analysis import name_text
 from ..analysis.kernels import is_gpu, view_rows
 from ..model import Profile
 from .thresholds import Thresholds
@@ -83,16 +84,9 @@ def us(ns) -> float:
 
 
 def matching_codes(series: pd.Series, pattern: str, flags=re.I) -> np.ndarray:
-    """Row mask of a (categorical) name column matching `pattern`, tested once per name."""
-    if len(series) == 0:
-        return np.zeros(0, dtype=bool)
-    rx = re.compile(pattern, flags)
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        cats = series.cat.categories
-        hit = np.array([bool(rx.search(str(c))) for c in cats], dtype=bool)
-        codes = series.cat.codes.to_numpy()
-        return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
-    return series.astype("string").fillna("").str.contains(rx).to_numpy(dtype=bool)
+    """Row mask of a (categorical) name column matching `pattern` (`re.search`), tested once
+    per name (analysis/name_text.py: the names' text converted once per column)."""
+    return name_text.regex_mask(series, pattern, flags)
 
 
 class ProfileContext:

@@ -20,9 +20,10 @@ from . import step_phases
 
 def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
     """Step id of each start time (NA outside every window); windows sorted by start."""
-    out = pd.array([pd.NA] * len(starts), dtype="Int64")
+    starts = np.asarray(starts)
     if len(windows) == 0 or len(starts) == 0:
-        return out
+        return pd.arrays.IntegerArray(np.zeros(len(starts), np.int64),
+                                      np.ones(len(starts), dtype=bool))
     w = windows.sort_values("start_ns")
     ws = w["start_ns"].to_numpy()
     we = w["end_ns"].to_numpy()
@@ -32,9 +33,13 @@ def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:
     inside = np.zeros(len(starts), dtype=bool)
     inside[valid] = starts[valid] < we[idx[valid]]
     vals = np.where(inside, ids[np.clip(idx, 0, None)], 0)
-    out = pd.array(np.where(inside, vals, 0), dtype="Int64")
-    out[~inside] = pd.NA
-    return out
+    if vals.dtype.kind not in "iu":  # step ids with NA or as floats: pandas converts them
+        out = pd.array(vals, dtype="Int64")
+        out[~inside] = pd.NA
+        return out
+    # Int64 from the values and the NA mask directly (one NA object per row costs seconds
+    # on a trace's millions of slices).
+    return pd.arrays.IntegerArray(vals.astype(np.int64, copy=False), ~inside)
 
 
 def complete(profile: Profile) -> None:

@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..cache import DerivedStore
 from ..model import Profile, step_windows
+from . import name_text
 from .derive import assign_steps
 from .tables import key_codes
 
@@ -53,26 +54,15 @@ STORE = DerivedStore("dispatch", 512)
 
 # --------------------------------------------------------------------------- helpers
 
-# id(categories) -> (categories, their text): one conversion per table during a pass
-_LABELS: dict = {}
-
-
 def _codes_labels(series: pd.Series) -> tuple[np.ndarray, object]:
     """(codes, names as an Arrow string array) of a name column; a categorical's names are
     converted once and shared by the row subsets of the same table (they keep its
-    categories), and tested by Arrow's string kernels, not a Python loop."""
+    categories, analysis/name_text.py), and tested by Arrow's string kernels, not a Python
+    loop. A missing name reads as ""."""
     import pyarrow as pa
 
     if isinstance(series.dtype, pd.CategoricalDtype):
-        cats = series.cat.categories
-        hit = _LABELS.get(id(cats))
-        if hit is None or hit[0] is not cats:
-            if len(_LABELS) > 8:
-                _LABELS.clear()
-            hit = (cats, pa.array(cats.astype(str).tolist() + [""], type=pa.string()))
-            _LABELS[id(cats)] = hit
-        codes = series.cat.codes.to_numpy().astype(np.int64)
-        return np.where(codes < 0, len(hit[1]) - 1, codes), hit[1]  # missing reads as ""
+        return name_text.codes_text(series)
     codes, labels = key_codes(series)
     return codes, pa.array([str(x) for x in labels], type=pa.string())
 
@@ -164,20 +154,53 @@ def _steps_of(ts: np.ndarray, windows: pd.DataFrame) -> np.ndarray:
                                                                      na_value=np.nan)
 
 
+def _first_rows(codes: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Rows selected by `sel` that are the first of their code among them, in row order."""
+    idx = np.flatnonzero(sel)
+    _, first = np.unique(codes[idx], return_index=True)
+    return idx[np.sort(first)]
+
+
 def _flow_pairs(flows: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-    """(s_track, s_ts, f_track, f_ts) of the flows selected by `mask`, paired by id."""
-    fl = flows[mask]
-    if len(fl) == 0:
+    """(s_track, s_ts, f_track, f_ts) of the flows selected by `mask`, paired by id: the
+    first `s` and the first `f` endpoint of each id, in the order of the `s` endpoints."""
+    import pyarrow.compute as pc
+
+    mask = np.asarray(mask, dtype=bool)
+    if not mask.any():
         return pd.DataFrame({"s_track": [], "s_ts": [], "f_track": [], "f_ts": []})
-    ph = _labels(fl["phase"])
-    cols = ["flow_id", "track_id", "ts_ns"]
-    s = fl.loc[ph == "s", cols].drop_duplicates("flow_id")
-    f = fl.loc[ph == "f", cols].drop_duplicates("flow_id")
-    m = s.merge(f, on="flow_id", suffixes=("_s", "_f"))
-    return pd.DataFrame({"s_track": m["track_id_s"].to_numpy(np.int64),
-                         "s_ts": m["ts_ns_s"].to_numpy(np.int64),
-                         "f_track": m["track_id_f"].to_numpy(np.int64),
-                         "f_ts": m["ts_ns_f"].to_numpy(np.int64)})
+    # Flow ids as integer codes (a missing id is one more id, as pandas pairs them).
+    fid, _ = pd.factorize(flows["flow_id"][mask], use_na_sentinel=True)
+    fid = fid.astype(np.int64)
+    p_codes, p_text = _codes_labels(flows["phase"][mask])
+    is_s = np.asarray(pc.equal(p_text, "s").to_numpy(zero_copy_only=False), bool)[p_codes]
+    is_f = np.asarray(pc.equal(p_text, "f").to_numpy(zero_copy_only=False), bool)[p_codes]
+    s_rows, f_rows = _first_rows(fid, is_s), _first_rows(fid, is_f)
+    f_order = np.argsort(fid[f_rows], kind="stable")
+    f_sorted = fid[f_rows][f_order]
+    pos = np.searchsorted(f_sorted, fid[s_rows])
+    pos_c = np.minimum(pos, max(len(f_sorted) - 1, 0))
+    hit = (pos < len(f_sorted)) & (f_sorted[pos_c] == fid[s_rows]) if len(f_sorted) else \
+        np.zeros(len(s_rows), dtype=bool)
+    s_rows, f_rows = s_rows[hit], f_rows[f_order[pos_c[hit]]]
+    track = flows["track_id"].to_numpy()[mask].astype(np.int64)
+    ts = flows["ts_ns"].to_numpy()[mask].astype(np.int64)
+    return pd.DataFrame({"s_track": track[s_rows], "s_ts": ts[s_rows],
+                         "f_track": track[f_rows], "f_ts": ts[f_rows]})
+
+
+def _rows_of(values: np.ndarray, keys: np.ndarray) -> list[np.ndarray]:
+    """For each key, the rows (ascending) whose value equals it (`values == key`): one
+    stable sort instead of a full-length comparison per key."""
+    try:
+        k = np.asarray(keys, dtype=np.float64)
+    except (TypeError, ValueError):  # keys numpy cannot compare as numbers
+        return [np.flatnonzero(values == key) for key in keys]
+    order = np.argsort(values, kind="stable")
+    sv = values[order]
+    lo, hi = np.searchsorted(sv, k, side="left"), np.searchsorted(sv, k, side="right")
+    return [order[a:b] if key == key else np.zeros(0, np.int64)  # NaN equals nothing
+            for a, b, key in zip(lo.tolist(), hi.tolist(), k.tolist())]
 
 
 def _with_end(df: pd.DataFrame) -> pd.DataFrame:
@@ -189,6 +212,16 @@ def _with_end(df: pd.DataFrame) -> pd.DataFrame:
 def _pct(v: np.ndarray, q: float) -> float:
     v = v[~np.isnan(v)]
     return float(np.percentile(v, q)) if len(v) else float("nan")
+
+
+def _p50_p95(v: np.ndarray) -> tuple[float, float]:
+    """(`_pct(v, 50)`, `_pct(v, 95)`) in one pass (numpy computes each quantile of a list
+    as it computes it alone)."""
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    a, b = np.percentile(v, [50, 95])
+    return float(a), float(b)
 
 
 # --------------------------------------------------------------------------- the path
@@ -230,15 +263,25 @@ def path_tables(profile: Profile) -> dict:
         return tid_by_track.reindex(np.asarray(track_ids, np.int64)).fillna("").to_numpy(
             dtype=object)
 
-    s_kind = kind_by_track.reindex(slices["track_id"].to_numpy(np.int64)).fillna("").to_numpy(
-        dtype=object)
-    host = s_kind == "host"
-    try:
-        if profile.meta.device == "gpu" or profile.meta.producer == "kineto":
-            return _cuda_path(profile, slices, host, tid_of, out)
-        return _npu_path(profile, slices, flows, host, s_kind == "cann", tid_of, out)
-    finally:
-        _LABELS.clear()  # the names' text is kept for one profile's pass only
+    s_track = slices["track_id"].to_numpy(np.int64)
+    if kind_by_track.index.is_unique:
+        # The kind of each slice through its track's position (a few tracks, millions of
+        # slices): no per-slice text.
+        pos = kind_by_track.index.get_indexer(s_track)
+        kinds = kind_by_track.to_numpy(dtype=object)
+
+        def kind_is(kind: str) -> np.ndarray:
+            small = np.array([k == kind for k in kinds], dtype=bool)
+            return np.where(pos >= 0, small[np.maximum(pos, 0)] if len(small) else False, False)
+    else:
+        s_kind = kind_by_track.reindex(s_track).fillna("").to_numpy(dtype=object)
+
+        def kind_is(kind: str) -> np.ndarray:
+            return s_kind == kind
+    host = kind_is("host")
+    if profile.meta.device == "gpu" or profile.meta.producer == "kineto":
+        return _cuda_path(profile, slices, host, tid_of, out)
+    return _npu_path(profile, slices, flows, host, kind_is("cann"), tid_of, out)
 
 
 def _npu_path(profile, slices, flows, host, cann, tid_of, out) -> dict:
@@ -547,21 +590,24 @@ def _analyze(profile: Profile, gap_ns: int) -> dict:
     delay = launches["delay_ns"].to_numpy(np.float64)
     g_step = gaps["step"].to_numpy(np.float64)
     g_ns = gaps["gap_ns"].to_numpy(np.float64)
+    sids = whole["step"].to_numpy()
+    c_rows, l_rows, g_rows = (_rows_of(v, sids) for v in (c_step, l_step, g_step))
+    g_start, g_end = gaps["start_ns"].to_numpy(), gaps["end_ns"].to_numpy()
     for i, (sid, s0, s1) in enumerate(zip(whole["step"], whole["start_ns"], whole["end_ns"])):
-        # one pass per step (a few hundred at most), vector work inside
-        cm, lm, gm = c_step == sid, l_step == sid, g_step == sid
-        q, dl, g = qw[cm], delay[lm], g_ns[gm]
-        worst = gaps[gm].head(1)
+        # one pass per step (a few hundred at most) over that step's rows only
+        cr, lr, gr = c_rows[i], l_rows[i], g_rows[i]
+        q, dl, g = qw[cr], delay[lr], g_ns[gr]
+        (q50, q95), (d50, d95) = _p50_p95(q), _p50_p95(dl)
         rows.append({
             "step": int(sid) if len(windows) else None, "start_ns": int(s0), "end_ns": int(s1),
-            "calls": int(cm.sum()), "launches": int(lm.sum()),
-            "queue_wait_p50_ns": _pct(q, 50), "queue_wait_p95_ns": _pct(q, 95),
+            "calls": int(len(cr)), "launches": int(len(lr)),
+            "queue_wait_p50_ns": q50, "queue_wait_p95_ns": q95,
             "queue_wait_max_ns": float(np.nanmax(q)) if np.any(~np.isnan(q)) else float("nan"),
             "dequeue_gaps_over_1ms": int(len(g)), "dequeue_gap_total_ns": float(g.sum()),
             "dequeue_gap_max_ns": float(g.max()) if len(g) else 0.0,
-            "worst_gap_start_ns": int(worst["start_ns"].iloc[0]) if len(worst) else None,
-            "worst_gap_end_ns": int(worst["end_ns"].iloc[0]) if len(worst) else None,
-            "launch_delay_p50_ns": _pct(dl, 50), "launch_delay_p95_ns": _pct(dl, 95),
+            "worst_gap_start_ns": int(g_start[gr[0]]) if len(gr) else None,
+            "worst_gap_end_ns": int(g_end[gr[0]]) if len(gr) else None,
+            "launch_delay_p50_ns": d50, "launch_delay_p95_ns": d95,
             "device_idle_ns": float(idle[i]), "dispatch_bound_idle_ns": float(bound[i])})
     return {"calls": calls, "launches": launches, "gaps": gaps,
             "steps": pd.DataFrame(rows), "step_rows": rows, "kind": pt["kind"], "gap_ns": gap_ns,
@@ -594,20 +640,24 @@ def ops_table(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _main_paths(names: pd.Series, paths: pd.Series) -> dict:
     """Op name -> the path most of its calls took (aclop wins a tie: it is the slow one;
-    otherwise the first seen of the tied ones), for the names with any path. One pass over
-    the calls: a pandas value_counts per op name cost more than the rest of the table."""
-    counts: dict = {}
-    for name, path in zip(names.tolist(), paths.tolist()):
-        if path is None or path != path:  # no path (None / NaN)
-            continue
-        per_path = counts.setdefault(name, {})
-        per_path[path] = per_path.get(path, 0) + 1
-    out = {}
-    for name, per_path in counts.items():
-        top = max(per_path.values())
-        best = [p for p, n in per_path.items() if n == top]
-        out[name] = "aclop" if "aclop" in best else best[0]
-    return out
+    otherwise the first seen of the tied ones), for the names with any path. Counted per
+    (name, path) code pair: no Python pass over the calls."""
+    valid = ~pd.isna(paths).to_numpy()
+    if not valid.any():
+        return {}
+    n_codes, n_uni = pd.factorize(names.to_numpy(dtype=object)[valid], use_na_sentinel=False)
+    p_codes, p_uni = pd.factorize(paths.to_numpy(dtype=object)[valid], use_na_sentinel=False)
+    pair = n_codes.astype(np.int64) * len(p_uni) + p_codes
+    uniq, first, count = np.unique(pair, return_index=True, return_counts=True)
+    u_name, u_path = uniq // len(p_uni), uniq % len(p_uni)
+    is_aclop = np.array([p == "aclop" for p in p_uni], dtype=bool)[u_path]
+    # Per name: the most calls, then aclop, then the path seen first.
+    o = np.lexsort((first, ~is_aclop, -count, u_name))
+    lead = np.ones(len(o), dtype=bool)
+    lead[1:] = u_name[o][1:] != u_name[o][:-1]
+    best = o[lead]
+    return dict(zip(np.asarray(n_uni, dtype=object)[u_name[best]].tolist(),
+                    np.asarray(p_uni, dtype=object)[u_path[best]].tolist()))
 
 
 def _us(v):

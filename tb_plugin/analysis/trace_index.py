@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, table_path, write_columns
+from . import name_text
 
 VERSION = 1
 BASE_SHIFT = 12          # level L buckets are 2^(BASE_SHIFT + 2L) ns wide
@@ -48,16 +49,29 @@ def level_width(level: int) -> int:
     return 1 << (BASE_SHIFT + 2 * level)
 
 
-def _codes(col) -> tuple[np.ndarray, list[str]]:
+def _codes(col) -> tuple[np.ndarray, object]:
+    """(int32 codes, names as an Arrow string array) of a name column; a missing name is ""
+    (one more name). The names are never visited one by one in Python (a trace has
+    hundreds of thousands)."""
+    import pyarrow as pa
+
     if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = [str(c) for c in col.cat.categories]
+        cats = name_text.text(col.cat.categories)
         codes = col.cat.codes.to_numpy().astype(np.int32, copy=False)
         if (codes < 0).any():
-            cats.append("")
+            cats = pa.concat_arrays([cats, pa.array([""], type=cats.type)])
             codes = np.where(codes < 0, len(cats) - 1, codes).astype(np.int32)
         return codes, cats
     cat = pd.Categorical(col.astype("string").fillna(""))
-    return cat.codes.astype(np.int32), [str(c) for c in cat.categories]
+    return cat.codes.astype(np.int32), name_text.text(cat.categories)
+
+
+def _string_column(names) -> pd.api.extensions.ExtensionArray:
+    """The names (Arrow) as the `name` column of trace_names / trace_cats: pandas' string
+    dtype, wrapping the Arrow array without a copy."""
+    import pyarrow as pa
+
+    return pd.array(names.cast(pa.large_string()), dtype="string")
 
 
 def _group_starts(*keys: np.ndarray) -> np.ndarray:
@@ -76,9 +90,17 @@ def _argmax_in_groups(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     n = len(values)
     mx = np.maximum.reduceat(values, starts)
     counts = np.diff(np.r_[starts, n])
-    is_max = values == np.repeat(mx, counts)
-    rev = np.where(is_max, n - np.arange(n), 0)
-    return n - np.maximum.reduceat(rev, starts)
+    at_max = np.flatnonzero(values == np.repeat(mx, counts))
+    # every group holds its maximum: its first one is the first at or after its start
+    return at_max[np.searchsorted(at_max, starts)]
+
+
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """`np.argsort(key, kind="stable")` of non-negative integer keys; keys that fit in 16
+    bits are sorted as such (numpy's radix sort), the same permutation faster."""
+    if len(key) and int(key.max()) < (1 << 16) and int(key.min()) >= 0:
+        key = key.astype(np.uint16)
+    return np.argsort(key, kind="stable")
 
 
 CHUNK_SLICES = 1 << 20   # lanes are indexed in groups of about this many slices
@@ -184,8 +206,8 @@ def build_columns(slices, flows, counters, step_windows=None, emit=None,
         del parts
     emit("trace_lod", lod)
     del lod
-    emit("trace_names", {"name": pd.array(names, dtype="string")})
-    emit("trace_cats", {"name": pd.array(cats, dtype="string")})
+    emit("trace_names", {"name": _string_column(names)})
+    emit("trace_cats", {"name": _string_column(cats)})
     del names, cats
 
     if callable(flows):
@@ -220,36 +242,61 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
     c_name = name[idx]
 
     # LOD summaries per level, from the lane-ordered rows (buckets stay sorted per level).
+    # Once a level holds every row, each further level merges the previous level's buckets
+    # four by four (its buckets are 4x wider): sums, maxima, the first longest slice of the
+    # merged buckets, the same numbers as from the rows, at the cost of the buckets.
     parts = []
+    merged = None   # the previous level's buckets when that level held every row
     for level in range(levels):
-        sel = np.flatnonzero(c_cls <= level)
-        if len(sel) == 0:
-            continue
-        lane = lane_of[sel]
-        bucket = (c_start[sel] - origin) >> (BASE_SHIFT + 2 * level)
-        g = _group_starts(lane, bucket)
-        d = c_dur[sel]
-        longest = _argmax_in_groups(d, g)
-        parts.append({
-            "gkey": lane[g] * 64 + level,
-            "bucket": bucket[g],
-            "count": np.diff(np.r_[g, len(sel)]).astype(np.int64),
-            "busy_ns": np.add.reduceat(d, g),
-            "name": c_name[sel][longest],
-            "first_ns": c_start[sel][g],
-            "last_ns": np.maximum.reduceat(c_end[sel], g),
-        })
-        del sel, lane, bucket, g, d, longest
+        if merged is None:
+            sel = np.flatnonzero(c_cls <= level)
+            if len(sel) == 0:
+                continue
+            every = len(sel) == m
+            lane = lane_of if every else lane_of[sel]
+            s_start = c_start if every else c_start[sel]
+            bucket = (s_start - origin) >> (BASE_SHIFT + 2 * level)
+            g = _group_starts(lane, bucket)
+            d = c_dur if every else c_dur[sel]
+            longest = _argmax_in_groups(d, g)
+            cur = {"lane": lane[g], "bucket": bucket[g],
+                   "count": np.diff(np.r_[g, len(sel)]).astype(np.int64),
+                   "busy_ns": np.add.reduceat(d, g), "max_dur": np.maximum.reduceat(d, g),
+                   "name": (c_name if every else c_name[sel])[longest],
+                   "first_ns": s_start[g],
+                   "last_ns": np.maximum.reduceat(c_end if every else c_end[sel], g)}
+            del sel, lane, s_start, bucket, g, d, longest
+            if every:
+                merged = cur
+        else:
+            bucket = merged["bucket"] >> 2
+            g = _group_starts(merged["lane"], bucket)
+            longest = _argmax_in_groups(merged["max_dur"], g)
+            cur = {"lane": merged["lane"][g], "bucket": bucket[g],
+                   "count": np.add.reduceat(merged["count"], g),
+                   "busy_ns": np.add.reduceat(merged["busy_ns"], g),
+                   "max_dur": np.maximum.reduceat(merged["max_dur"], g),
+                   "name": merged["name"][longest], "first_ns": merged["first_ns"][g],
+                   "last_ns": np.maximum.reduceat(merged["last_ns"], g)}
+            merged = cur
+            del bucket, g, longest
+        parts.append({"gkey": cur["lane"] * 64 + level, "bucket": cur["bucket"],
+                      "count": cur["count"], "busy_ns": cur["busy_ns"], "name": cur["name"],
+                      "first_ns": cur["first_ns"], "last_ns": cur["last_ns"]})
+        del cur
+    del merged
     if parts:
-        gkey = np.concatenate([p["gkey"] for p in parts])
-        bucket = np.concatenate([p["bucket"] for p in parts])
-        o = np.lexsort((bucket, gkey))
+        # (gkey, bucket) order = by lane, then level, then bucket: each level's part is in
+        # (lane, bucket) order and the parts are in level order, so a stable sort of their
+        # concatenation by lane alone gives it.
+        lane = np.concatenate([p["gkey"] for p in parts]) // 64
+        o = _stable_order(lane - lane[0])
         for k in LOD_COLUMNS:
             lod_parts[k].append(np.concatenate([p.pop(k) for p in parts])[o])
-        del gkey, bucket, o, parts
+        del lane, o, parts
 
     # Main index rows: by (lane, cls), start order kept (stable).
-    o = np.argsort(lane_of * 32 + c_cls, kind="stable")
+    o = _stable_order((lane_of - lane_of[0]) * 32 + c_cls)
     rows = idx[o]
     s_lane, s_cls = lane_of[o], c_cls[o]
     s_end = c_end[o]
