@@ -3,8 +3,11 @@
 Two levels, so that a run with thousands of ranks is never reloaded per request:
 - `rank_summary(profile)` reduces one rank's Profile to a small JSON-able dict (per step:
   total and the common breakdown; communication ops grouped by type and group; the links
-  this rank sent on). It is computed once per cache entry and stored as JSON next to the
-  cache (see `SummaryStore`), so a restart does not touch the rank's tables again.
+  this rank sent on; its collective calls for the vote, as columns). It is computed once
+  per cache entry and stored as JSON next to the cache (see `SummaryStore`), so a restart
+  does not touch the rank's tables again. In memory a summary holds its steps and its
+  collective calls as numpy columns (`Steps`, `Collectives`: ~12 bytes per call, 48 per
+  step), so thousands of ranks fit; both read like the lists of the document.
 - `run_view(summaries)` combines the summaries of all ranks into the view (aggregates,
   heatmap, communication tables, matrix, findings); `page_ranks` serves the per-rank detail.
 
@@ -327,6 +330,7 @@ class _PairTable:
         self._codes: dict = {}
         self.pairs: list[tuple[str, str]] = []
         self._p2p: list[bool] = []
+        self._p2p_flags = np.zeros(0, dtype=bool)
         self._lock = threading.Lock()
 
     def codes(self, pairs) -> np.ndarray:
@@ -343,7 +347,9 @@ class _PairTable:
 
     def p2p(self, codes: np.ndarray) -> np.ndarray:
         with self._lock:
-            flags = np.array(self._p2p, dtype=bool)
+            if len(self._p2p_flags) != len(self._p2p):
+                self._p2p_flags = np.array(self._p2p, dtype=bool)
+            flags = self._p2p_flags
         return flags[codes]
 
 
