@@ -67,7 +67,26 @@ def measure_run(run_dir: str) -> list[dict]:
     return out
 
 
-def tb_memory(summary_paths: list[str], ranks: int) -> dict:
+def scaled(doc: dict, k: int) -> dict:
+    """A summary k times as long (a k times longer trace at the generator's density): its
+    steps and collective calls repeated k times, steps renumbered, op names distinct per
+    call as torch_npu writes them."""
+    if k <= 1:
+        return doc
+    steps = doc.get("steps") or []
+    top = max([x["step"] for x in steps] + [0])
+    col = doc["collectives"]
+    names = [f"{n}#{r}" for r in range(k) for n in col["names"]]
+    count = len(col["names"])
+    return {**doc,
+            "steps": [{**x, "step": x["step"] + r * top} for r in range(k) for x in steps],
+            "collectives": {"groups": col["groups"], "names": names,
+                            "group": col["group"] * k,
+                            "name": [i + r * count for r in range(k) for i in col["name"]],
+                            "dur_us": col["dur_us"] * k}}
+
+
+def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
     """RSS added by holding `ranks` summaries (in the form `SummaryStore` holds them) and the
     whole-run view over them, and the CPU / wall time of that first whole-run answer."""
     import psutil
@@ -78,6 +97,8 @@ def tb_memory(summary_paths: list[str], ranks: int) -> dict:
     for p in summary_paths:
         with open(p, encoding="utf-8") as fh:
             texts.append(fh.read())
+    if scale > 1:
+        texts = [json.dumps(scaled(json.loads(t), scale)) for t in texts]
     hold = getattr(distributed, "in_memory", lambda d: d)  # before summary v3: the JSON as is
     proc = psutil.Process()
     before = proc.memory_info().rss
@@ -93,7 +114,7 @@ def tb_memory(summary_paths: list[str], ranks: int) -> dict:
     view = distributed.run_view(summaries)
     t3, w3 = time.process_time(), time.perf_counter()
     after = proc.memory_info().rss
-    return {"ranks": ranks, "summary_json_kb": round(len(texts[0]) / 1024, 1),
+    return {"ranks": ranks, "scale": scale, "summary_json_kb": round(len(texts[0]) / 1024, 1),
             "rss_summaries_mb": round((held - before) / 2**20, 1),
             "rss_per_rank_kb": round((held - before) / ranks / 1024, 1),
             "rss_with_view_mb": round((after - before) / 2**20, 1),
@@ -110,6 +131,8 @@ def main(argv=None) -> int:
     ap.add_argument("--summaries", type=int, default=8192)
     ap.add_argument("--summary-files", nargs="+", default=None,
                     help="measure only the TensorBoard side, from these summary documents")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="repeat each summary's steps and calls this many times (v3 documents)")
     a = ap.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
                             capture_output=True, text=True).stdout.strip()
@@ -120,7 +143,7 @@ def main(argv=None) -> int:
     first = next(iter(result["runs"].values()), [])
     paths = a.summary_files or [r["summary_path"] for r in first if r["summary_bytes"]]
     if paths:
-        result["tb_memory"] = tb_memory(paths, a.summaries)
+        result["tb_memory"] = tb_memory(paths, a.summaries, a.scale)
     for rows in result["runs"].values():
         for r in rows:
             r.pop("summary_path")

@@ -333,17 +333,20 @@ class _PairTable:
         self._p2p_flags = np.zeros(0, dtype=bool)
         self._lock = threading.Lock()
 
-    def codes(self, pairs) -> np.ndarray:
-        out = np.empty(len(pairs), dtype=np.int32)
+    def codes(self, pairs: list) -> np.ndarray:
+        get = self._codes.get
         with self._lock:
-            for i, pair in enumerate(pairs):
-                c = self._codes.get(pair)
+            out = [get(pair) for pair in pairs]
+            for i, c in enumerate(out):
                 if c is None:
-                    c = self._codes[pair] = len(self.pairs)
-                    self.pairs.append(pair)
-                    self._p2p.append(bool(_P2P.search(pair[1])))
-                out[i] = c
-        return out
+                    pair = pairs[i]
+                    c = self._codes.get(pair)
+                    if c is None:
+                        c = self._codes[pair] = len(self.pairs)
+                        self.pairs.append(pair)
+                        self._p2p.append(bool(_P2P.search(pair[1])))
+                    out[i] = c
+        return np.array(out, dtype=np.int32)
 
     def p2p(self, codes: np.ndarray) -> np.ndarray:
         with self._lock:
@@ -373,19 +376,24 @@ class Collectives(Sequence):
         if isinstance(value, Collectives):
             return value
         if isinstance(value, dict):
-            pairs = [(value["groups"][g], value["names"][n])
-                     for g, n in zip(value["group"], value["name"])]
+            groups, names = value["groups"], value["names"]
+            local = np.asarray(value["group"], dtype=np.int64) * max(len(names), 1) + \
+                np.asarray(value["name"], dtype=np.int64)
             durs = value["dur_us"]
         else:
             rows = list(value or [])
-            pairs = [(g, n) for g, n, _ in rows]
+            groups = sorted({g for g, _, _ in rows})
+            names = sorted({n for _, n, _ in rows})
+            gi = {g: i for i, g in enumerate(groups)}
+            ni = {n: i for i, n in enumerate(names)}
+            local = np.array([gi[g] * max(len(names), 1) + ni[n] for g, n, _ in rows],
+                             dtype=np.int64)
             durs = [d for _, _, d in rows]
         # Each distinct pair of the rank is looked up once.
-        local: dict = {}
-        idx = np.fromiter((local.setdefault(p, len(local)) for p in pairs), dtype=np.int64,
-                          count=len(pairs))
-        code = PAIRS.codes(list(local))[idx] if len(local) else np.zeros(0, dtype=np.int32)
-        return cls(code.astype(np.int32), np.asarray(durs, dtype=np.float64).reshape(-1))
+        uniq, inverse = np.unique(local, return_inverse=True)
+        width = max(len(names), 1)
+        code = PAIRS.codes([(groups[u // width], names[u % width]) for u in uniq.tolist()])
+        return cls(code[inverse.reshape(-1)], np.asarray(durs, dtype=np.float64).reshape(-1))
 
     def __len__(self):
         return len(self.code)
@@ -426,13 +434,10 @@ class Steps(Sequence):
         if isinstance(value, Steps):
             return value
         rows = list(value or [])
-        bd = np.full((len(rows), len(CATEGORIES)), np.nan)
-        for i, x in enumerate(rows):
-            b = x.get("breakdown") or {}
-            for j, c in enumerate(CATEGORIES):
-                v = b.get(c)
-                if v is not None:
-                    bd[i, j] = v
+        nan = math.nan
+        bds = [x.get("breakdown") or {} for x in rows]
+        bd = np.array([[nan if (v := b.get(c)) is None else v for c in CATEGORIES] for b in bds],
+                      dtype=np.float64).reshape(len(rows), len(CATEGORIES))
         return cls(np.array([x["step"] for x in rows], dtype=np.int64),
                    np.array([x["total_us"] for x in rows], dtype=np.float64), bd)
 
@@ -653,12 +658,57 @@ def _low_outliers(cols: np.ndarray) -> np.ndarray:
     return spread & np.where(mad == 0, v[0] < med, z > ROBUST_Z)
 
 
+VOTE_BATCH_CALLS = 2_000_000  # calls voted at once: bounds the vote's transient memory
+
+
+def _vote_batch(parts: list, gap: float) -> list:
+    """[(pair, [row of each voted rank, in call order], collectives compared)] for the calls
+    of `parts` [(row, codes, durations)], which hold every call of their pairs."""
+    code = np.concatenate([c for _, c, _ in parts])
+    dur = np.concatenate([d for _, _, d in parts])
+    row = np.repeat(np.array([r for r, _, _ in parts], dtype=np.int32),
+                    [len(c) for _, c, _ in parts])
+    # Calls grouped by (pair, rank) in call order: the ordinal and the count of each.
+    order = np.lexsort((row, code))
+    code, row, dur = code[order], row[order], dur[order]
+    del order
+    first = np.r_[True, (code[1:] != code[:-1]) | (row[1:] != row[:-1])]
+    starts = np.flatnonzero(first)
+    del first
+    counts = np.diff(np.r_[starts, len(code)])
+    run_code = code[starts]
+    # A pair is consistent when every rank that has it calls it equally often.
+    pair_starts = np.flatnonzero(np.r_[True, run_code[1:] != run_code[:-1]])
+    cmin = np.minimum.reduceat(counts, pair_starts)
+    cmax = np.maximum.reduceat(counts, pair_starts)
+    nranks = np.diff(np.r_[pair_starts, len(run_code)])
+    run_offsets = np.r_[starts, len(code)]
+    out = []
+    for p, nr, lo_n, hi_n in zip(pair_starts.tolist(), nranks.tolist(), cmin.tolist(),
+                                 cmax.tolist()):
+        if lo_n != hi_n or nr < 3:
+            continue
+        n_calls = lo_n
+        a, b = run_offsets[p], run_offsets[p + nr]
+        mat = dur[a:b].reshape(nr, n_calls)  # rows: ranks in summary order
+        mat_rows = row[a:b:n_calls]
+        lo = np.argmin(mat, axis=0)
+        low = mat[lo, np.arange(n_calls)]
+        med = np.median(mat, axis=0)
+        with np.errstate(all="ignore"):
+            hit = (med > 0) & ((med - low) / med >= gap) & _low_outliers(mat)
+        voted = mat_rows[lo[hit]].tolist()
+        out.append((PAIRS.pairs[int(run_code[p])], voted, n_calls))
+    return out
+
+
 def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
     """({rank: votes}, collectives compared): the vote over collectives described above.
 
-    Column-wise over all ranks at once: each call is (pair code, ordinal of the call among
-    the rank's calls of that pair); a consistent pair with n calls on R ranks is an R x n
-    matrix, one column per collective, its rows in the summaries' order."""
+    Column-wise: each call is (pair code, ordinal of the call among the rank's calls of that
+    pair); a consistent pair with n calls on R ranks is an R x n matrix, one column per
+    collective, its rows in the summaries' order. The pairs are voted in batches of code
+    ranges (`VOTE_BATCH_CALLS`), their results counted in the order of the pairs' names."""
     t = _thresholds(thresholds)
     per_rank: dict = {}  # rank -> (codes, durations) without point-to-point calls
     for s in summaries:
@@ -670,45 +720,31 @@ def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
     if len(per_rank) < 3:
         return {}, 0
     ranks = list(per_rank)
-    code = np.concatenate([c for c, _ in per_rank.values()])
-    dur = np.concatenate([d for _, d in per_rank.values()])
-    row = np.repeat(np.arange(len(ranks), dtype=np.int32),
-                    [len(c) for c, _ in per_rank.values()])
-    # Calls grouped by (pair, rank) in call order: the ordinal and the count of each.
-    order = np.lexsort((row, code))
-    code, row, dur = code[order], row[order], dur[order]
-    first = np.r_[True, (code[1:] != code[:-1]) | (row[1:] != row[:-1])]
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.r_[starts, len(code)])
-    run_code = code[starts]
-    # A pair is consistent when every rank that has it calls it equally often.
-    pair_first = np.r_[True, run_code[1:] != run_code[:-1]]
-    pair_starts = np.flatnonzero(pair_first)
-    cmin = np.minimum.reduceat(counts, pair_starts)
-    cmax = np.maximum.reduceat(counts, pair_starts)
-    nranks = np.diff(np.r_[pair_starts, len(run_code)])
-    run_offsets = np.r_[starts, len(code)]
-    pairs = [(PAIRS.pairs[int(run_code[p])], int(p), int(nr), int(cmin[i]))
-             for i, (p, nr) in enumerate(zip(pair_starts, nranks)) if cmin[i] == cmax[i]]
-    pairs.sort(key=lambda x: x[0])
+    data = list(per_rank.values())
+    total = sum(len(c) for c, _ in data)
+    lo_code = min(int(c.min()) for c, _ in data)
+    hi_code = max(int(c.max()) for c, _ in data) + 1
+    batches = min(max(1, -(-total // VOTE_BATCH_CALLS)), hi_code - lo_code)
+    edges = np.linspace(lo_code, hi_code, batches + 1).round().astype(np.int64)
+    results = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        if batches == 1:
+            parts = [(i, c, d) for i, (c, d) in enumerate(data)]
+        else:
+            parts = []
+            for i, (c, d) in enumerate(data):
+                m = (c >= lo) & (c < hi)
+                if m.any():
+                    parts.append((i, c[m], d[m]))
+        if parts:
+            results.extend(_vote_batch(parts, t["straggler_vote_gap_pct"] / 100.0))
+    results.sort(key=lambda x: x[0])
     votes: dict = {}
     compared = 0
-    gap = t["straggler_vote_gap_pct"] / 100.0
-    for _, p, nr, n_calls in pairs:
-        if nr < 3:
-            continue
-        lo_off, hi_off = run_offsets[p], run_offsets[p + nr]
-        mat = dur[lo_off:hi_off].reshape(nr, n_calls)  # rows: ranks in summary order
-        mat_ranks = row[lo_off:hi_off:n_calls]
+    for _, voted, n_calls in results:
         compared += n_calls
-        lo = np.argmin(mat, axis=0)
-        low = mat[lo, np.arange(n_calls)]
-        med = np.median(mat, axis=0)
-        with np.errstate(all="ignore"):
-            hit = (med > 0) & ((med - low) / med >= gap) & _low_outliers(mat)
-        for j in np.flatnonzero(hit).tolist():
-            r = ranks[int(mat_ranks[lo[j]])]
-            votes[r] = votes.get(r, 0) + 1
+        for i in voted:
+            votes[ranks[i]] = votes.get(ranks[i], 0) + 1
     return votes, compared
 
 

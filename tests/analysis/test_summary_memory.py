@@ -144,6 +144,17 @@ def test_vote_is_the_same_for_lists_documents_and_memory(seed, n_ranks):
         assert list(got[0]) == list(want[0])  # same order of first votes too
 
 
+@pytest.mark.parametrize("batch", [1, 7, 100])
+def test_vote_in_batches_of_pairs_is_the_same(batch, monkeypatch):
+    t = th.load()
+    sums = random_run(9, 24)
+    want = reference_votes(sums, t["straggler_vote_gap_pct"], lambda s: s["collectives"])
+    assert want[0]
+    monkeypatch.setattr(dist, "VOTE_BATCH_CALLS", batch)
+    got = dist.straggler_votes([as_memory(s) for s in sums], t)
+    assert got == want and list(got[0]) == list(want[0])
+
+
 def test_vote_ties_and_flat_collectives():
     t = th.load()
     # 12 ranks (robust z): two equal minima (the first rank is voted), and a flat op (MAD 0).
