@@ -327,26 +327,32 @@ class _PairTable:
     (never voted); grows with the distinct pairs seen, not with ranks."""
 
     def __init__(self):
-        self._codes: dict = {}
+        self._codes: dict = {}  # group -> {op name: code}
         self.pairs: list[tuple[str, str]] = []
         self._p2p: list[bool] = []
         self._p2p_flags = np.zeros(0, dtype=bool)
         self._lock = threading.Lock()
 
-    def codes(self, pairs: list) -> np.ndarray:
-        get = self._codes.get
+    def codes(self, groups: list, names: list, gi: np.ndarray, ni: np.ndarray) -> np.ndarray:
+        """The codes of the pairs (groups[gi[k]], names[ni[k]])."""
+        out = np.empty(len(gi), dtype=np.int32)
         with self._lock:
-            out = [get(pair) for pair in pairs]
-            for i, c in enumerate(out):
-                if c is None:
-                    pair = pairs[i]
-                    c = self._codes.get(pair)
+            for g in np.unique(gi).tolist():
+                table = self._codes.setdefault(groups[g], {})
+                at = np.flatnonzero(gi == g)
+                sel = [names[i] for i in ni[at].tolist()]
+                found = [table.get(n) for n in sel]
+                for k, c in enumerate(found):
                     if c is None:
-                        c = self._codes[pair] = len(self.pairs)
-                        self.pairs.append(pair)
-                        self._p2p.append(bool(_P2P.search(pair[1])))
-                    out[i] = c
-        return np.array(out, dtype=np.int32)
+                        n = sel[k]
+                        c = table.get(n)
+                        if c is None:
+                            c = table[n] = len(self.pairs)
+                            self.pairs.append((groups[g], n))
+                            self._p2p.append(bool(_P2P.search(n)))
+                        found[k] = c
+                out[at] = found
+        return out
 
     def p2p(self, codes: np.ndarray) -> np.ndarray:
         with self._lock:
@@ -392,7 +398,7 @@ class Collectives(Sequence):
         # Each distinct pair of the rank is looked up once.
         uniq, inverse = np.unique(local, return_inverse=True)
         width = max(len(names), 1)
-        code = PAIRS.codes([(groups[u // width], names[u % width]) for u in uniq.tolist()])
+        code = PAIRS.codes(groups, names, uniq // width, uniq % width)
         return cls(code[inverse.reshape(-1)], np.asarray(durs, dtype=np.float64).reshape(-1))
 
     def __len__(self):
@@ -714,7 +720,9 @@ def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
     for s in summaries:
         c = Collectives.of(s.get("collectives"))
         keep = ~PAIRS.p2p(c.code) if len(c) else np.zeros(0, dtype=bool)
-        if keep.any():
+        if keep.all() and len(c):  # no copy of a rank without point-to-point calls
+            per_rank[s["rank"]] = (c.code, c.dur_us)
+        elif keep.any():
             per_rank[s["rank"]] = (c.code[keep], c.dur_us[keep])
         # a later summary of the same rank replaces it, in its first place (a dict)
     if len(per_rank) < 3:
