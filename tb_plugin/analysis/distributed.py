@@ -479,16 +479,21 @@ def in_memory(doc: dict) -> dict:
             "collectives": Collectives.of(doc.get("collectives"))}
 
 
+_SHARED_SUMMARIES: LRU = LRU(8192)
+
+
 class SummaryStore:
     """Per-rank summaries: memory LRU (of the in-memory form), then the JSON the cache keeps
     for the entry (`ProfileCache.derived_path("distributed", key, ...)`), then computed from
     the profile (its tables released afterwards)."""
 
-    def __init__(self, size: int = 8192):
-        self._mem: LRU = LRU(size)
+    def __init__(self, size: int | None = None):
+        # Without a size, one memory for every store of the process (the distributed view's
+        # and the advisor's), so a rank's summary is held once.
+        self._mem: LRU = _SHARED_SUMMARIES if size is None else LRU(size)
 
     def get(self, cache_root: str, key: str, load_profile) -> dict | None:
-        hit = self._mem.get(key)
+        hit = self._mem.get((cache_root, key))
         if hit is not None:
             return hit
         cache = ProfileCache.at(cache_root)
@@ -501,7 +506,7 @@ class SummaryStore:
             prof.release()
             cache.write_derived("distributed", key, SUMMARY_SUFFIX, doc)
         summary = in_memory(doc)
-        self._mem.put(key, summary)
+        self._mem.put((cache_root, key), summary)
         return summary
 
 

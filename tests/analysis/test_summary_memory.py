@@ -201,7 +201,7 @@ def test_dist4_summaries_vote_like_their_tables(tmp_path):
     communication_ops table, voted the list way, equals the vote over stored summaries."""
     job = g.build_job(g.FIXTURES["torch_npu_dist4"])
     lists, mem = [], []
-    store = dist.SummaryStore()
+    store = dist.SummaryStore(8)
     for i, (span, p) in enumerate(read_all(os.path.join(FIXTURES, "torch_npu_dist4"))):
         ops = p.table("communication_ops").sort_values("start_ns", kind="stable")
         calls = [[str(gr), str(n), int(e) / 1000.0] for gr, n, k, e in
@@ -216,7 +216,7 @@ def test_dist4_summaries_vote_like_their_tables(tmp_path):
     assert set(want[0]) == {job.straggler_rank}
     assert dist.straggler_votes(mem, t) == want
     # Read again from the documents the store wrote (fresh memory).
-    again = [{**dist.SummaryStore().get(str(tmp_path), f"{i:02d}" * 16, lambda: None),
+    again = [{**dist.SummaryStore(8).get(str(tmp_path), f"{i:02d}" * 16, lambda: None),
               "rank": lists[j]["rank"]} for j, i in enumerate(order)]
     assert dist.straggler_votes(again, t) == want
 
@@ -235,7 +235,19 @@ def test_v2_documents_are_not_read(tmp_path):
         made.append(1)
         return npu_rank(0, 6_000, 100)
 
-    s = dist.SummaryStore().get(str(tmp_path), key, load)
+    s = dist.SummaryStore(8).get(str(tmp_path), key, load)
     assert made == [1] and s["version"] == dist.SUMMARY_VERSION == 3
     assert os.path.isfile(os.path.join(str(tmp_path), "distributed", key[:2],
                                        f"{key}.v3.json"))
+
+
+def test_stores_share_one_memory(tmp_path):
+    """The distributed view's and the advisor's stores hold a rank's summary once."""
+    from tb_plugin.advisor import runs
+    from tb_plugin.http import api_distributed
+    from tests.analysis.test_distributed import npu_rank
+
+    key = "cd" * 16
+    a = api_distributed._summaries.get(str(tmp_path), key, lambda: npu_rank(0, 6_000, 100))
+    b = runs._summaries.get(str(tmp_path), key, lambda: None)
+    assert b is a and list(a["steps"])[0]["total_us"] == 10.0
