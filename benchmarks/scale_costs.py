@@ -100,12 +100,19 @@ def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
     if scale > 1:
         texts = [json.dumps(scaled(json.loads(t), scale)) for t in texts]
     hold = getattr(distributed, "in_memory", lambda d: d)  # before summary v3: the JSON as is
+    if hasattr(distributed, "_read_local"):  # the store decodes its documents by msgspec
+        import msgspec
+
+        texts = [t.encode() for t in texts]
+        decode = msgspec.json.decode
+    else:
+        decode = json.loads
     proc = psutil.Process()
     before = proc.memory_info().rss
     t0, w0 = time.process_time(), time.perf_counter()
     summaries = []
     for i in range(ranks):  # parsed from the JSON text, as TensorBoard reads each one
-        d = hold(json.loads(texts[i % len(texts)]))
+        d = hold(decode(texts[i % len(texts)]))
         summaries.append({**d, "rank": i, "worker": f"rank{i}", "span": "s"})
     t1, w1 = time.process_time(), time.perf_counter()
     held = proc.memory_info().rss

@@ -55,6 +55,7 @@ import re
 import threading
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -482,6 +483,17 @@ def in_memory(doc: dict) -> dict:
 _SHARED_SUMMARIES: LRU = LRU(8192)
 
 
+def _read_local(path: str) -> dict | None:
+    """The summary document at `path` by msgspec (2x Python's json on these documents:
+    the parse is most of a first whole-run answer over thousands of ranks)."""
+    try:
+        with open(path, "rb") as fh:
+            doc = msgspec.json.decode(fh.read())
+    except (OSError, ValueError, msgspec.DecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 class SummaryStore:
     """Per-rank summaries: memory LRU (of the in-memory form), then the JSON the cache keeps
     for the entry (`ProfileCache.derived_path("distributed", key, ...)`), then computed from
@@ -497,7 +509,9 @@ class SummaryStore:
         if hit is not None:
             return hit
         cache = ProfileCache.at(cache_root)
-        doc = cache.read_derived("distributed", key, SUMMARY_SUFFIX)
+        doc = _read_local(cache.derived_path("distributed", key, SUMMARY_SUFFIX))
+        if doc is None:  # not here yet (a shared cache fetches it) or unreadable
+            doc = cache.read_derived("distributed", key, SUMMARY_SUFFIX)
         if doc is None:
             prof = load_profile()
             if prof is None:
@@ -694,22 +708,30 @@ def _vote_batch(parts: list, gap: float) -> list:
     cmax = np.maximum.reduceat(counts, pair_starts)
     nranks = np.diff(np.r_[pair_starts, len(run_code)])
     run_offsets = np.r_[starts, len(code)]
-    out = []
+    # Pairs with the same number of ranks and of calls are voted as one matrix: their
+    # blocks (ranks x calls each) side by side, one column per collective.
+    shapes: dict = {}
     for p, nr, lo_n, hi_n in zip(pair_starts.tolist(), nranks.tolist(), cmin.tolist(),
                                  cmax.tolist()):
-        if lo_n != hi_n or nr < 3:
-            continue
-        n_calls = lo_n
-        a, b = run_offsets[p], run_offsets[p + nr]
-        mat = dur[a:b].reshape(nr, n_calls)  # rows: ranks in summary order
-        mat_rows = row[a:b:n_calls]
+        if lo_n == hi_n and nr >= 3:
+            shapes.setdefault((nr, lo_n), []).append(p)
+    out = []
+    for (nr, n_calls), ps in shapes.items():
+        starts_p = run_offsets[np.asarray(ps, dtype=np.int64)]
+        idx = starts_p[:, None] + np.arange(nr * n_calls)[None, :]
+        mat = dur[idx].reshape(len(ps), nr, n_calls).transpose(1, 0, 2).reshape(nr, -1)
+        mat_rows = row[idx[:, ::n_calls]]  # (pairs, ranks): each block's rows
+        del idx
         lo = np.argmin(mat, axis=0)
-        low = mat[lo, np.arange(n_calls)]
+        low = mat[lo, np.arange(mat.shape[1])]
         med = np.median(mat, axis=0)
         with np.errstate(all="ignore"):
             hit = (med > 0) & ((med - low) / med >= gap) & _low_outliers(mat)
-        voted = mat_rows[lo[hit]].tolist()
-        out.append((PAIRS.pairs[int(run_code[p])], voted, n_calls))
+        hit = hit.reshape(len(ps), n_calls)
+        lo = lo.reshape(len(ps), n_calls)
+        for j, p in enumerate(ps):
+            voted = mat_rows[j, lo[j][hit[j]]].tolist()
+            out.append((PAIRS.pairs[int(run_code[p])], voted, n_calls))
     return out
 
 

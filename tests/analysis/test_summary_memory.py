@@ -251,3 +251,17 @@ def test_stores_share_one_memory(tmp_path):
     a = api_distributed._summaries.get(str(tmp_path), key, lambda: npu_rank(0, 6_000, 100))
     b = runs._summaries.get(str(tmp_path), key, lambda: None)
     assert b is a and list(a["steps"])[0]["total_us"] == 10.0
+
+
+def test_an_unreadable_document_is_made_again(tmp_path):
+    from tests.analysis.test_distributed import npu_rank
+
+    key = "ef" * 16
+    path = os.path.join(str(tmp_path), "distributed", key[:2], f"{key}{dist.SUMMARY_SUFFIX}")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "wb") as fh:
+        fh.write(b'{"version": 3, "steps": [tru')
+    s = dist.SummaryStore(8).get(str(tmp_path), key, lambda: npu_rank(0, 6_000, 100))
+    assert s["rank"] == 0 and list(s["steps"])[1]["total_us"] == 12.0
+    with open(path, encoding="utf-8") as fh:
+        assert json.load(fh)["steps"][1]["total_us"] == 12.0
