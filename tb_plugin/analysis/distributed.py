@@ -389,8 +389,8 @@ class Collectives(Sequence):
             durs = value["dur_us"]
         else:
             rows = list(value or [])
-            groups = sorted({g for g, _, _ in rows})
-            names = sorted({n for _, n, _ in rows})
+            groups = list(dict.fromkeys(g for g, _, _ in rows))
+            names = list(dict.fromkeys(n for _, n, _ in rows))
             gi = {g: i for i, g in enumerate(groups)}
             ni = {n: i for i, n in enumerate(names)}
             local = np.array([gi[g] * max(len(names), 1) + ni[n] for g, n, _ in rows],
@@ -526,10 +526,6 @@ class SummaryStore:
 
 # ---- whole run -----------------------------------------------------------------------------
 
-def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
-
-
 def _column_mean(values: np.ndarray) -> float | None:
     values = values[~np.isnan(values)]
     return float(values.mean()) if len(values) else None
@@ -652,23 +648,9 @@ def _thresholds(thresholds):
     return load()
 
 
-def _is_low_outlier(values: np.ndarray) -> bool:
-    """Is the smallest value an outlier of the sample (Dixon's Q / robust z, see above)?"""
-    n = len(values)
-    v = np.sort(values)
-    if n < 3 or v[-1] <= v[0]:
-        return False
-    if n in DIXON_Q99:
-        return (v[1] - v[0]) / (v[-1] - v[0]) > DIXON_Q99[n]
-    med = float(np.median(v))
-    mad = float(np.median(np.abs(v - med)))
-    if mad == 0:
-        return v[0] < med
-    return 0.6745 * (med - v[0]) / mad > ROBUST_Z
-
-
 def _low_outliers(cols: np.ndarray) -> np.ndarray:
-    """`_is_low_outlier` of each column of a (ranks x calls) matrix."""
+    """Is the smallest value of each column of a (ranks x calls) matrix an outlier of its
+    column (Dixon's Q / robust z, see above)?"""
     n = cols.shape[0]
     v = np.sort(cols, axis=0)
     if n < 3:
