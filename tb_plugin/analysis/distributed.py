@@ -3,8 +3,11 @@
 Two levels, so that a run with thousands of ranks is never reloaded per request:
 - `rank_summary(profile)` reduces one rank's Profile to a small JSON-able dict (per step:
   total and the common breakdown; communication ops grouped by type and group; the links
-  this rank sent on). It is computed once per cache entry and stored as JSON next to the
-  cache (see `SummaryStore`), so a restart does not touch the rank's tables again.
+  this rank sent on; its collective calls for the vote, as columns). It is computed once
+  per cache entry and stored as JSON next to the cache (see `SummaryStore`), so a restart
+  does not touch the rank's tables again. In memory a summary holds its steps and its
+  collective calls as numpy columns (`Steps`, `Collectives`: ~12 bytes per call, 48 per
+  step), so thousands of ranks fit; both read like the lists of the document.
 - `run_view(summaries)` combines the summaries of all ranks into the view (aggregates,
   heatmap, communication tables, matrix, findings); `page_ranks` serves the per-rank detail.
 
@@ -49,16 +52,20 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import pandas as pd
 
-from ..cache import DerivedStore
+from ..cache import ProfileCache
+from ..lru import LRU
 from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_category_label
 from .kernels import view_rows
 
 CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3  # 3: collectives as columns (v2 documents are made again)
 SUMMARY_SUFFIX = f".v{SUMMARY_VERSION}.json"  # the summary document kept per cache entry
 # Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.
 DIXON_Q99 = {3: 0.994, 4: 0.926, 5: 0.821, 6: 0.740, 7: 0.680, 8: 0.634, 9: 0.598, 10: 0.568}
@@ -278,6 +285,21 @@ def _collectives(profile: Profile) -> list[list]:
     return [["", op_type(labels[c]), int(d) / 1000.0] for c, d in zip(sel, dur)]
 
 
+def collectives_document(calls: list[list]) -> dict:
+    """The columnar form of [[group, name, µs]] kept in the summary document: each distinct
+    group and name once, then per call an index into each and the duration (op names are
+    distinct per call in torch_npu runs, `hcom_allReduce__100_0_1`, their groups are not)."""
+    groups: dict = {}
+    names: dict = {}
+    gi, ni, dur = [], [], []
+    for g, n, d in calls:
+        gi.append(groups.setdefault(g, len(groups)))
+        ni.append(names.setdefault(n, len(names)))
+        dur.append(d)
+    return {"groups": list(groups), "names": list(names), "group": gi, "name": ni,
+            "dur_us": dur}
+
+
 def rank_summary(profile: Profile) -> dict:
     """The small per-rank summary the distributed view is built from (JSON-able)."""
     ops, source = _comm_ops(profile)
@@ -290,46 +312,233 @@ def rank_summary(profile: Profile) -> dict:
         "comm_ops": ops,
         "comm_source": source,
         "links": _links(profile),
-        "collectives": _collectives(profile),
+        "collectives": collectives_document(_collectives(profile)),
     }
 
 
-class SummaryStore:
-    """Per-rank summaries: memory LRU, then the JSON the cache keeps for the entry
-    (`ProfileCache.derived_path("distributed", key, ...)`), then computed from the profile
-    (its tables released afterwards)."""
+# ---- the summaries held in memory --------------------------------------------------------------
+# A summary document is JSON; held as parsed JSON, thousands of ranks would cost ~3.6 × its
+# size in Python objects (a list, two strings and a float per collective call). In memory the
+# per-call and per-step parts are numpy columns instead: the (group, name) pairs of every rank
+# are interned once per process (ranks of one job share their op names), so a call costs a
+# 4-byte pair code and an 8-byte duration, a step 8 bytes per number.
 
-    def __init__(self, size: int = 8192):
-        self._docs = DerivedStore("distributed", size)
+class _PairTable:
+    """Process-wide codes of (group, op name) pairs, with whether the op is point-to-point
+    (never voted); grows with the distinct pairs seen, not with ranks."""
+
+    def __init__(self):
+        self._codes: dict = {}  # group -> {op name: code}
+        self.pairs: list[tuple[str, str]] = []
+        self._p2p: list[bool] = []
+        self._p2p_flags = np.zeros(0, dtype=bool)
+        self._lock = threading.Lock()
+
+    def codes(self, groups: list, names: list, gi: np.ndarray, ni: np.ndarray) -> np.ndarray:
+        """The codes of the pairs (groups[gi[k]], names[ni[k]])."""
+        out = np.empty(len(gi), dtype=np.int32)
+        with self._lock:
+            for g in np.unique(gi).tolist():
+                table = self._codes.setdefault(groups[g], {})
+                at = np.flatnonzero(gi == g)
+                sel = [names[i] for i in ni[at].tolist()]
+                found = [table.get(n) for n in sel]
+                for k, c in enumerate(found):
+                    if c is None:
+                        n = sel[k]
+                        c = table.get(n)
+                        if c is None:
+                            c = table[n] = len(self.pairs)
+                            self.pairs.append((groups[g], n))
+                            self._p2p.append(bool(_P2P.search(n)))
+                        found[k] = c
+                out[at] = found
+        return out
+
+    def p2p(self, codes: np.ndarray) -> np.ndarray:
+        with self._lock:
+            if len(self._p2p_flags) != len(self._p2p):
+                self._p2p_flags = np.array(self._p2p, dtype=bool)
+            flags = self._p2p_flags
+        return flags[codes]
+
+
+PAIRS = _PairTable()
+
+
+class Collectives(Sequence):
+    """A rank's collective calls in start order as columns (`code` into PAIRS, `dur_us`);
+    reads like the list [[group, name, µs], ...] it replaces."""
+
+    __slots__ = ("code", "dur_us")
+    __hash__ = None
+
+    def __init__(self, code: np.ndarray, dur_us: np.ndarray):
+        self.code = code
+        self.dur_us = dur_us
+
+    @classmethod
+    def of(cls, value) -> "Collectives":
+        """From a summary's "collectives": this form, the document's columns, or the list."""
+        if isinstance(value, Collectives):
+            return value
+        if isinstance(value, dict):
+            groups, names = value["groups"], value["names"]
+            local = np.asarray(value["group"], dtype=np.int64) * max(len(names), 1) + \
+                np.asarray(value["name"], dtype=np.int64)
+            durs = value["dur_us"]
+        else:
+            rows = list(value or [])
+            groups = list(dict.fromkeys(g for g, _, _ in rows))
+            names = list(dict.fromkeys(n for _, n, _ in rows))
+            gi = {g: i for i, g in enumerate(groups)}
+            ni = {n: i for i, n in enumerate(names)}
+            local = np.array([gi[g] * max(len(names), 1) + ni[n] for g, n, _ in rows],
+                             dtype=np.int64)
+            durs = [d for _, _, d in rows]
+        # Each distinct pair of the rank is looked up once.
+        uniq, inverse = np.unique(local, return_inverse=True)
+        width = max(len(names), 1)
+        code = PAIRS.codes(groups, names, uniq // width, uniq % width)
+        return cls(code[inverse.reshape(-1)], np.asarray(durs, dtype=np.float64).reshape(-1))
+
+    def __len__(self):
+        return len(self.code)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        g, n = PAIRS.pairs[int(self.code[i])]
+        return [g, n, float(self.dur_us[i])]
+
+    def __eq__(self, other):
+        """Equal to the same calls in any form (document columns or list)."""
+        if isinstance(other, (dict, list)):
+            other = Collectives.of(other)
+        if isinstance(other, Collectives):
+            return np.array_equal(self.code, other.code) and \
+                np.array_equal(self.dur_us, other.dur_us)
+        return NotImplemented
+
+    def nbytes(self) -> int:
+        return self.code.nbytes + self.dur_us.nbytes
+
+
+class Steps(Sequence):
+    """A rank's steps as columns (`step`, `total_us`, `breakdown` n x CATEGORIES with NaN
+    where a step has no value); reads like the list [{"step", "total_us", "breakdown"}]."""
+
+    __slots__ = ("step", "total_us", "breakdown")
+    __hash__ = None
+
+    def __init__(self, step: np.ndarray, total_us: np.ndarray, breakdown: np.ndarray):
+        self.step = step
+        self.total_us = total_us
+        self.breakdown = breakdown
+
+    @classmethod
+    def of(cls, value) -> "Steps":
+        if isinstance(value, Steps):
+            return value
+        rows = list(value or [])
+        nan = math.nan
+        bds = [x.get("breakdown") or {} for x in rows]
+        bd = np.array([[nan if (v := b.get(c)) is None else v for c in CATEGORIES] for b in bds],
+                      dtype=np.float64).reshape(len(rows), len(CATEGORIES))
+        return cls(np.array([x["step"] for x in rows], dtype=np.int64),
+                   np.array([x["total_us"] for x in rows], dtype=np.float64), bd)
+
+    def __len__(self):
+        return len(self.step)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        row = self.breakdown[i]
+        return {"step": int(self.step[i]), "total_us": float(self.total_us[i]),
+                "breakdown": {c: float(v) for c, v in zip(CATEGORIES, row.tolist())
+                              if not math.isnan(v)}}
+
+    def __eq__(self, other):
+        """Equal to the same steps in any form (the document's list of dicts)."""
+        if isinstance(other, list):
+            other = Steps.of(other)
+        if isinstance(other, Steps):
+            return np.array_equal(self.step, other.step) and \
+                np.array_equal(self.total_us, other.total_us) and \
+                np.array_equal(self.breakdown, other.breakdown, equal_nan=True)
+        return NotImplemented
+
+    def nbytes(self) -> int:
+        return self.step.nbytes + self.total_us.nbytes + self.breakdown.nbytes
+
+
+def in_memory(doc: dict) -> dict:
+    """The summary as held in memory: its steps and collectives as columns (every consumer
+    also takes the document or the old list forms)."""
+    return {**doc, "steps": Steps.of(doc.get("steps")),
+            "collectives": Collectives.of(doc.get("collectives"))}
+
+
+_SHARED_SUMMARIES: LRU = LRU(8192)
+
+
+def _read_local(path: str) -> dict | None:
+    """The summary document at `path` by msgspec (2x Python's json on these documents:
+    the parse is most of a first whole-run answer over thousands of ranks)."""
+    try:
+        with open(path, "rb") as fh:
+            doc = msgspec.json.decode(fh.read())
+    except (OSError, ValueError, msgspec.DecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+class SummaryStore:
+    """Per-rank summaries: memory LRU (of the in-memory form), then the JSON the cache keeps
+    for the entry (`ProfileCache.derived_path("distributed", key, ...)`), then computed from
+    the profile (its tables released afterwards)."""
+
+    def __init__(self, size: int | None = None):
+        # Without a size, one memory for every store of the process (the distributed view's
+        # and the advisor's), so a rank's summary is held once.
+        self._mem: LRU = _SHARED_SUMMARIES if size is None else LRU(size)
 
     def get(self, cache_root: str, key: str, load_profile) -> dict | None:
-        def compute():
+        hit = self._mem.get((cache_root, key))
+        if hit is not None:
+            return hit
+        cache = ProfileCache.at(cache_root)
+        doc = _read_local(cache.derived_path("distributed", key, SUMMARY_SUFFIX))
+        if doc is None:  # not here yet (a shared cache fetches it) or unreadable
+            doc = cache.read_derived("distributed", key, SUMMARY_SUFFIX)
+        if doc is None:
             prof = load_profile()
             if prof is None:
                 return None
-            summary = rank_summary(prof)
+            doc = rank_summary(prof)
             prof.release()
-            return summary
-
-        return self._docs.get(cache_root, key, SUMMARY_SUFFIX, compute)
+            cache.write_derived("distributed", key, SUMMARY_SUFFIX, doc)
+        summary = in_memory(doc)
+        self._mem.put((cache_root, key), summary)
+        return summary
 
 
 # ---- whole run -----------------------------------------------------------------------------
 
-def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
+def _column_mean(values: np.ndarray) -> float | None:
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if len(values) else None
 
 
 def rank_stats(s: dict) -> dict:
     """Mean per step of the rank's total, breakdown categories and communication wait."""
-    steps = s.get("steps") or []
+    steps = Steps.of(s.get("steps"))
     n = len(steps)
     out = {"rank": s["rank"], "worker": s.get("worker"), "step_count": n,
-           "avg_total_us": _mean([x["total_us"] for x in steps])}
-    for c in CATEGORIES:
-        vals = [x["breakdown"].get(c) for x in steps if x.get("breakdown")]
-        vals = [v for v in vals if v is not None]
-        out[f"avg_{c}_us"] = _mean(vals) if vals else None
+           "avg_total_us": float(steps.total_us.mean()) if n else None}
+    for j, c in enumerate(CATEGORIES):
+        out[f"avg_{c}_us"] = _column_mean(steps.breakdown[:, j])
     waits = [o["wait_us"] for o in s.get("comm_ops", []) if o.get("wait_us") is not None]
     comm = [o["total_us"] for o in s.get("comm_ops", [])]
     div = max(n, 1)
@@ -359,13 +568,12 @@ def _histogram(values: np.ndarray, bins: int = 20) -> dict:
 def _heatmap(summaries: list[dict], step_ids: list[int]) -> dict:
     """Rank x step step time; more than HEATMAP_MAX_ROWS ranks are bucketed (max kept)."""
     n = len(summaries)
-    col = {sid: j for j, sid in enumerate(step_ids)}
+    ids = np.asarray(step_ids, dtype=np.int64)
     grid = np.full((n, len(step_ids)), np.nan)
     for i, s in enumerate(summaries):
-        for x in s.get("steps") or []:
-            j = col.get(x["step"])
-            if j is not None:
-                grid[i, j] = x["total_us"]
+        steps = Steps.of(s.get("steps"))
+        if len(steps):  # every step is one of step_ids (their union)
+            grid[i, np.searchsorted(ids, steps.step)] = steps.total_us
     per = max(1, math.ceil(n / HEATMAP_MAX_ROWS))
     rows, values = [], []
     for b in range(0, n, per):
@@ -440,65 +648,120 @@ def _thresholds(thresholds):
     return load()
 
 
-def _is_low_outlier(values: np.ndarray) -> bool:
-    """Is the smallest value an outlier of the sample (Dixon's Q / robust z, see above)?"""
-    n = len(values)
-    v = np.sort(values)
-    if n < 3 or v[-1] <= v[0]:
-        return False
-    if n in DIXON_Q99:
-        return (v[1] - v[0]) / (v[-1] - v[0]) > DIXON_Q99[n]
-    med = float(np.median(v))
-    mad = float(np.median(np.abs(v - med)))
-    if mad == 0:
-        return v[0] < med
-    return 0.6745 * (med - v[0]) / mad > ROBUST_Z
+def _low_outliers(cols: np.ndarray) -> np.ndarray:
+    """Is the smallest value of each column of a (ranks x calls) matrix an outlier of its
+    column (Dixon's Q / robust z, see above)?"""
+    n = cols.shape[0]
+    v = np.sort(cols, axis=0)
+    if n < 3:
+        return np.zeros(cols.shape[1], dtype=bool)
+    spread = v[-1] > v[0]
+    with np.errstate(all="ignore"):
+        if n in DIXON_Q99:
+            return spread & ((v[1] - v[0]) / (v[-1] - v[0]) > DIXON_Q99[n])
+        med = np.median(v, axis=0)
+        mad = np.median(np.abs(v - med), axis=0)
+        z = 0.6745 * (med - v[0]) / mad
+    return spread & np.where(mad == 0, v[0] < med, z > ROBUST_Z)
+
+
+VOTE_BATCH_CALLS = 2_000_000  # calls voted at once: bounds the vote's transient memory
+
+
+def _vote_batch(parts: list, gap: float) -> list:
+    """[(pair, [row of each voted rank, in call order], collectives compared)] for the calls
+    of `parts` [(row, codes, durations)], which hold every call of their pairs."""
+    code = np.concatenate([c for _, c, _ in parts])
+    dur = np.concatenate([d for _, _, d in parts])
+    row = np.repeat(np.array([r for r, _, _ in parts], dtype=np.int32),
+                    [len(c) for _, c, _ in parts])
+    # Calls grouped by (pair, rank) in call order: the ordinal and the count of each.
+    order = np.lexsort((row, code))
+    code, row, dur = code[order], row[order], dur[order]
+    del order
+    first = np.r_[True, (code[1:] != code[:-1]) | (row[1:] != row[:-1])]
+    starts = np.flatnonzero(first)
+    del first
+    counts = np.diff(np.r_[starts, len(code)])
+    run_code = code[starts]
+    # A pair is consistent when every rank that has it calls it equally often.
+    pair_starts = np.flatnonzero(np.r_[True, run_code[1:] != run_code[:-1]])
+    cmin = np.minimum.reduceat(counts, pair_starts)
+    cmax = np.maximum.reduceat(counts, pair_starts)
+    nranks = np.diff(np.r_[pair_starts, len(run_code)])
+    run_offsets = np.r_[starts, len(code)]
+    # Pairs with the same number of ranks and of calls are voted as one matrix: their
+    # blocks (ranks x calls each) side by side, one column per collective.
+    shapes: dict = {}
+    for p, nr, lo_n, hi_n in zip(pair_starts.tolist(), nranks.tolist(), cmin.tolist(),
+                                 cmax.tolist()):
+        if lo_n == hi_n and nr >= 3:
+            shapes.setdefault((nr, lo_n), []).append(p)
+    out = []
+    for (nr, n_calls), ps in shapes.items():
+        starts_p = run_offsets[np.asarray(ps, dtype=np.int64)]
+        idx = starts_p[:, None] + np.arange(nr * n_calls)[None, :]
+        mat = dur[idx].reshape(len(ps), nr, n_calls).transpose(1, 0, 2).reshape(nr, -1)
+        mat_rows = row[idx[:, ::n_calls]]  # (pairs, ranks): each block's rows
+        del idx
+        lo = np.argmin(mat, axis=0)
+        low = mat[lo, np.arange(mat.shape[1])]
+        med = np.median(mat, axis=0)
+        with np.errstate(all="ignore"):
+            hit = (med > 0) & ((med - low) / med >= gap) & _low_outliers(mat)
+        hit = hit.reshape(len(ps), n_calls)
+        lo = lo.reshape(len(ps), n_calls)
+        for j, p in enumerate(ps):
+            voted = mat_rows[j, lo[j][hit[j]]].tolist()
+            out.append((PAIRS.pairs[int(run_code[p])], voted, n_calls))
+    return out
 
 
 def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
-    """({rank: votes}, collectives compared): the vote over collectives described above."""
+    """({rank: votes}, collectives compared): the vote over collectives described above.
+
+    Column-wise: each call is (pair code, ordinal of the call among the rank's calls of that
+    pair); a consistent pair with n calls on R ranks is an R x n matrix, one column per
+    collective, its rows in the summaries' order. The pairs are voted in batches of code
+    ranges (`VOTE_BATCH_CALLS`), their results counted in the order of the pairs' names."""
     t = _thresholds(thresholds)
-    per_rank: dict = {}
+    per_rank: dict = {}  # rank -> (codes, durations) without point-to-point calls
     for s in summaries:
-        seq: dict = {}
-        counts: dict = {}
-        for group, name, dur in s.get("collectives") or []:
-            if _P2P.search(name):
-                continue
-            key = (group, name)
-            n = counts.get(key, 0)
-            counts[key] = n + 1
-            seq[(group, name, n)] = dur
-        if seq:
-            per_rank[s["rank"]] = (seq, counts)
+        c = Collectives.of(s.get("collectives"))
+        keep = ~PAIRS.p2p(c.code) if len(c) else np.zeros(0, dtype=bool)
+        if keep.all() and len(c):  # no copy of a rank without point-to-point calls
+            per_rank[s["rank"]] = (c.code, c.dur_us)
+        elif keep.any():
+            per_rank[s["rank"]] = (c.code[keep], c.dur_us[keep])
+        # a later summary of the same rank replaces it, in its first place (a dict)
     if len(per_rank) < 3:
         return {}, 0
-    # (group, op) pairs with a consistent call count on every rank that has them.
-    pair_counts: dict = {}
-    for seq, counts in per_rank.values():
-        for key, n in counts.items():
-            pair_counts.setdefault(key, set()).add(n)
-    consistent = {k for k, ns in pair_counts.items() if len(ns) == 1}
+    ranks = list(per_rank)
+    data = list(per_rank.values())
+    total = sum(len(c) for c, _ in data)
+    lo_code = min(int(c.min()) for c, _ in data)
+    hi_code = max(int(c.max()) for c, _ in data) + 1
+    batches = min(max(1, -(-total // VOTE_BATCH_CALLS)), hi_code - lo_code)
+    edges = np.linspace(lo_code, hi_code, batches + 1).round().astype(np.int64)
+    results = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        if batches == 1:
+            parts = [(i, c, d) for i, (c, d) in enumerate(data)]
+        else:
+            parts = []
+            for i, (c, d) in enumerate(data):
+                m = (c >= lo) & (c < hi)
+                if m.any():
+                    parts.append((i, c[m], d[m]))
+        if parts:
+            results.extend(_vote_batch(parts, t["straggler_vote_gap_pct"] / 100.0))
+    results.sort(key=lambda x: x[0])
     votes: dict = {}
     compared = 0
-    gap = t["straggler_vote_gap_pct"] / 100.0
-    for (group, name) in sorted(consistent):
-        n_calls = next(iter(pair_counts[(group, name)]))
-        for i in range(n_calls):
-            ranks, vals = [], []
-            for r, (seq, _) in per_rank.items():
-                v = seq.get((group, name, i))
-                if v is not None:
-                    ranks.append(r)
-                    vals.append(v)
-            if len(vals) < 3:
-                continue
-            compared += 1
-            arr = np.asarray(vals, dtype=np.float64)
-            lo = int(np.argmin(arr))
-            med = float(np.median(arr))
-            if med > 0 and (med - arr[lo]) / med >= gap and _is_low_outlier(arr):
-                votes[ranks[lo]] = votes.get(ranks[lo], 0) + 1
+    for _, voted, n_calls in results:
+        compared += n_calls
+        for i in voted:
+            votes[ranks[i]] = votes.get(ranks[i], 0) + 1
     return votes, compared
 
 
@@ -601,16 +864,16 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
     `summaries` must carry "rank" and "worker" and be sorted by rank.
     """
     stats = [rank_stats(s) for s in summaries]
-    step_ids = sorted({x["step"] for s in summaries for x in s.get("steps") or []})
+    steps = [Steps.of(s.get("steps")) for s in summaries]
+    sids = np.concatenate([x.step for x in steps] + [np.zeros(0, dtype=np.int64)])
+    totals = np.concatenate([x.total_us for x in steps] + [np.zeros(0)])
+    step_ids = np.unique(sids).tolist()
     avg = np.array([s["avg_total_us"] for s in stats if s["avg_total_us"] is not None])
     dist = {"avg_step_us": _percentiles(avg), "histogram": _histogram(avg)}
     for c in CATEGORIES:
         vals = np.array([s[f"avg_{c}_us"] for s in stats if s[f"avg_{c}_us"] is not None])
         dist[f"avg_{c}_us"] = _percentiles(vals)
     # Every (step, step time) of every rank, grouped once (ranks x steps can be ~10^6).
-    sids = np.array([x["step"] for s in summaries for x in s.get("steps") or []], dtype=np.int64)
-    totals = np.array([x["total_us"] for s in summaries for x in s.get("steps") or []],
-                      dtype=np.float64)
     order = np.argsort(sids, kind="stable")
     bounds = np.searchsorted(sids[order], step_ids + [np.iinfo(np.int64).max])
     per_step = [{"step": sid, **_percentiles(totals[order[bounds[i]:bounds[i + 1]]])}
@@ -658,6 +921,8 @@ def page_ranks(summaries: list[dict], sort: str = "rank", offset: int = 0,
     out = []
     for i in page:
         s = summaries[i]
-        out.append({"rank": s["rank"], "worker": s.get("worker"), "steps": s.get("steps") or [],
+        steps = s.get("steps") or []
+        out.append({"rank": s["rank"], "worker": s.get("worker"),
+                    "steps": list(steps) if isinstance(steps, Steps) else steps,
                     "stats": stats[i]})
     return out, len(order)

@@ -147,5 +147,5 @@ def test_summary_store_writes_once(tmp_path):
 
     store = dist.SummaryStore()
     a = store.get(str(tmp_path), "abcd" * 8, load)
-    b = dist.SummaryStore().get(str(tmp_path), "abcd" * 8, load)  # fresh memory: from disk
+    b = dist.SummaryStore(8).get(str(tmp_path), "abcd" * 8, load)  # fresh memory: from disk
     assert a == b and len(calls) == 1
