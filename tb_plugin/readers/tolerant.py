@@ -6,6 +6,7 @@ Everything here is vectorized (pyarrow / numpy); no per-row Python on large inpu
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import re
 
@@ -355,7 +356,7 @@ def _parse_csv(source, types: dict) -> pa.Table:
         except UnicodeEncodeError:  # a non-UTF-8 file name: Arrow opens UTF-8 names only
             with open(source, "rb") as fh:
                 return _parse_csv(fh, types)
-    table = _arrow_read_csv(source, types, _BLOCK_BYTES)
+    table = _arrow_read_csv(source, types, _block_bytes(source))
     return pa.table({name: _as_text(col) for name, col in zip(table.column_names,
                                                              table.columns)})
 
@@ -364,6 +365,49 @@ def _parse_csv(source, types: dict) -> pa.Table:
 # block ends between the CR and the LF of a quoted CR LF (torch_npu's shapes and call
 # stacks), Arrow (26.0) drops the LF, so the cells depend on where the blocks end.
 _BLOCK_BYTES = 16 << 20
+_SCAN_BYTES = 32 << 20
+
+
+def _block_bytes(source) -> int:
+    """Arrow's block size for this file: `_BLOCK_BYTES`, or one block for the whole file
+    when it is larger and has a CR inside a quoted cell, where a block boundary could
+    fall between that CR and its LF (Arrow's bug above)."""
+    try:
+        if isinstance(source, str):
+            size = os.path.getsize(source)
+            if size <= _BLOCK_BYTES:
+                return _BLOCK_BYTES
+            with open(source, "rb") as fh, mmap.mmap(fh.fileno(), 0,
+                                                     access=mmap.ACCESS_READ) as mm:
+                return size + 1 if _quoted_cr(mm) else _BLOCK_BYTES
+        view = source.getbuffer()  # an in-memory file (repaired text)
+        try:
+            if len(view) <= _BLOCK_BYTES:
+                return _BLOCK_BYTES
+            return len(view) + 1 if _quoted_cr(view) else _BLOCK_BYTES
+        finally:
+            view.release()
+    except (OSError, ValueError, AttributeError):
+        return _BLOCK_BYTES
+
+
+def _quoted_cr(buf) -> bool:
+    """Whether a CR byte lies inside a quoted CSV cell: an odd number of quote bytes
+    before it (a doubled "" inside a cell keeps the parity). Scanned in windows, with the
+    quote parity carried, so memory stays a window's."""
+    if isinstance(buf, mmap.mmap) and buf.find(b"\r") < 0:  # the usual case, by memchr
+        return False
+    odd = False
+    for lo in range(0, len(buf), _SCAN_BYTES):
+        a = np.frombuffer(buf, np.uint8, count=min(_SCAN_BYTES, len(buf) - lo), offset=lo)
+        quotes = np.flatnonzero(a == 34)
+        crs = np.flatnonzero(a == 13)
+        if len(crs):
+            before = np.searchsorted(quotes, crs) + odd
+            if (before % 2 == 1).any():
+                return True
+        odd = (odd + len(quotes)) % 2 == 1
+    return False
 
 
 def _arrow_read_csv(source, types: dict, block_size: int) -> pa.Table:
