@@ -466,18 +466,7 @@ def has_padded_cells(col) -> bool:
     `pc.any(pc.match_substring_regex(col, r"^\s|\s$"))`, read from the first and last byte
     of each cell. Why: the regex scans every byte of every text column of a large CSV;
     these bytes are ASCII, so a cell's first / last byte is its first / last character."""
-    for arr in _chunks(col):
-        if len(arr) == arr.null_count:
-            continue
-        buf, starts, ends, valid = _text_cells(arr)
-        live = ends > starts
-        if valid is not None:
-            live &= valid
-        rows = np.flatnonzero(live)
-        if len(rows) and (_RE2_SPACE[buf[starts[rows]]].any()
-                          or _RE2_SPACE[buf[ends[rows] - 1]].any()):
-            return True
-    return False
+    return _boundary_bytes_in(col, _RE2_SPACE, 0) or _boundary_bytes_in(col, _RE2_SPACE, -1)
 
 
 def cells_start_with(col, first: bytes) -> bool:
@@ -525,9 +514,14 @@ def _as_arrow(col):
         pa.array(col, from_pandas=True)
 
 
-def _boundary_bytes_in(col, chars: bytes, side: int) -> bool:
-    table = np.zeros(256, bool)
-    table[list(chars)] = True
+def _boundary_bytes_in(col, chars, side: int) -> bool:
+    """Whether a present, non-empty cell's first (side 0) or last (-1) byte is one of
+    `chars` (bytes, or a 256-entry bool table)."""
+    if isinstance(chars, np.ndarray):
+        table = chars
+    else:
+        table = np.zeros(256, bool)
+        table[list(chars)] = True
     for arr in _chunks(_as_arrow(col)):
         if len(arr) == arr.null_count:
             continue
