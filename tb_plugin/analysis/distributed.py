@@ -51,6 +51,7 @@ Thresholds come from the advisor's table (`tb_plugin.advisor.thresholds`).
 from __future__ import annotations
 
 import math
+import warnings
 import re
 import threading
 from collections.abc import Sequence
@@ -581,7 +582,8 @@ def _heatmap(summaries: list[dict], step_ids: list[int]) -> dict:
         lo, hi = summaries[b]["rank"], summaries[min(b + per, n) - 1]["rank"]
         rows.append({"label": f"rank {lo}" if per == 1 else f"ranks {lo}-{hi}",
                      "ranks": [lo, hi]})
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # a step no rank of the bucket has: NaN, said below
+            warnings.simplefilter("ignore", RuntimeWarning)
             mx = np.nanmax(chunk, axis=0) if len(chunk) else np.full(len(step_ids), np.nan)
         values.append([None if not math.isfinite(v) else float(v) for v in mx])
     return {"steps": step_ids, "rows": rows, "values": values, "ranks_per_row": per,
