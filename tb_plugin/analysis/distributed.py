@@ -51,9 +51,9 @@ Thresholds come from the advisor's table (`tb_plugin.advisor.thresholds`).
 from __future__ import annotations
 
 import math
-import warnings
 import re
 import threading
+import warnings
 from collections.abc import Sequence
 
 import msgspec
