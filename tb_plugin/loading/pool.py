@@ -24,6 +24,8 @@ import multiprocessing
 import os
 import threading
 
+from ..spawned import exit_with_parent
+
 log = logging.getLogger(__name__)
 
 BrokenReader = cf.process.BrokenProcessPool
@@ -109,7 +111,8 @@ class ReaderPool:
             # Alone in a fresh process: a task that really kills its process cannot take
             # the others down with it again.
             ex = cf.ProcessPoolExecutor(max_workers=1,
-                                        mp_context=multiprocessing.get_context("spawn"))
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=exit_with_parent)
             fut = ex.submit(fn, *args)
             fut.add_done_callback(lambda f: ex.shutdown(wait=False))
             return fut
@@ -158,7 +161,8 @@ class ReaderPool:
         with self._lock:
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"))
+                    max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=exit_with_parent)
             return self._pool
 
     def _thread_pool(self) -> cf.Executor:

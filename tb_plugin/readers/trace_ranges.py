@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 
+from ..spawned import exit_with_parent
 from . import trace_json as tj
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,8 @@ def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "tj._Buil
     states: list[dict] = []
     try:
         with cf.ProcessPoolExecutor(len(ranges) - 1,
-                                    mp_context=multiprocessing.get_context("spawn")) as ex:
+                                    mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=exit_with_parent) as ex:
             futures = [ex.submit(decode_range_job, mapped_path, lo, hi, b.extract_args or None,
                                  b.extract_for, os.path.join(work, f"args-{i}.arrow"),
                                  chunk_bytes)
