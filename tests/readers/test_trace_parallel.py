@@ -104,3 +104,22 @@ def test_damaged_file_falls_back_to_one_process(tmp_path):
     many = _read(cut, 3)
     assert many.decode_ranges == 1
     _assert_same(one, many)
+
+
+def test_busy_cores_is_the_cpu_share_used_now():
+    """From two samples of the CPU counters (user nice system idle iowait irq softirq
+    steal): busy share of the time between them, times the cores."""
+    from tb_plugin.readers import trace_ranges
+
+    samples = iter([[100, 0, 50, 800, 50, 0, 0, 0],     # then 300 ticks: 150 busy, 150 idle
+                    [200, 0, 100, 900, 100, 0, 0, 0]])
+    assert trace_ranges.busy_cores(2, 0, lambda: next(samples)) == pytest.approx(1.0)
+    idle = iter([[10, 0, 0, 100, 0, 0, 0, 0], [10, 0, 0, 300, 0, 0, 0, 0]])
+    assert trace_ranges.busy_cores(4, 0, lambda: next(idle)) == 0.0
+
+    def unreadable():
+        raise OSError("no /proc")
+
+    assert trace_ranges.busy_cores(2, 0, unreadable) == pytest.approx(os.getloadavg()[0])
+    # And on this machine: a share of its cores.
+    assert 0.0 <= trace_ranges.busy_cores(2, 0.05) <= 2.0
