@@ -32,6 +32,7 @@ from .status import run_status
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
+WARM_UP_WAIT_S = 10.0
 
 
 class Loader:
@@ -61,15 +62,17 @@ class Loader:
         # Spans whose files could not be fetched from a remote logdir: tried again at the
         # next scan (their files did not change, so the scan alone would keep the error).
         self._fetch_failed: set[SpanId] = set()
+        self._warming = None  # the reader process started with the loader, until ready
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         if self.logdir:
             if getattr(self._pool, "inprocess", True) is False:
-                # The reader processes start and import (~1-1.5 s each) while TensorBoard
-                # itself is still starting, instead of after the first scan found spans.
-                for _ in range(self._pool.max_workers):
-                    self._pool.submit(prepare_reader_process)
+                # A reader process starts and imports (~1-1.5 s) while TensorBoard itself
+                # is still starting, instead of after the first scan found spans; the
+                # first scan hands its work over once that reader is ready (else the pool
+                # would start a second process for it: memory a one-span run never needs).
+                self._warming = self._pool.submit(prepare_reader_process)
             self._poll.start()
 
     def stop(self, terminate_readers: bool = False) -> None:
@@ -105,6 +108,12 @@ class Loader:
             self._spans, new = span_states(runs, self._spans)
             new += self._retry_fetches()
         self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
+        warming, self._warming = self._warming, None
+        if warming is not None and new:
+            try:
+                warming.result(timeout=WARM_UP_WAIT_S)
+            except Exception:  # slow or failed: the pool starts readers as it needs them
+                pass
         for st in new:
             self._load_views(st)
         # Spans found in the cache are queued for their timeline during the loop above,
