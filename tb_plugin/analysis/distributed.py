@@ -56,11 +56,10 @@ import threading
 import warnings
 from collections.abc import Sequence
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from ..cache import ProfileCache
+from ..cache import DerivedStore
 from ..lru import LRU
 from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_category_label
 from .kernels import view_rows
@@ -484,17 +483,6 @@ def in_memory(doc: dict) -> dict:
 _SHARED_SUMMARIES: LRU = LRU(8192)
 
 
-def _read_local(path: str) -> dict | None:
-    """The summary document at `path` by msgspec (2x Python's json on these documents:
-    the parse is most of a first whole-run answer over thousands of ranks)."""
-    try:
-        with open(path, "rb") as fh:
-            doc = msgspec.json.decode(fh.read())
-    except (OSError, ValueError, msgspec.DecodeError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 class SummaryStore:
     """Per-rank summaries: memory LRU (of the in-memory form), then the JSON the cache keeps
     for the entry (`ProfileCache.derived_path("distributed", key, ...)`), then computed from
@@ -503,26 +491,19 @@ class SummaryStore:
     def __init__(self, size: int | None = None):
         # Without a size, one memory for every store of the process (the distributed view's
         # and the advisor's), so a rank's summary is held once.
-        self._mem: LRU = _SHARED_SUMMARIES if size is None else LRU(size)
+        self._docs = DerivedStore("distributed", size or 0, hold=in_memory,
+                                  memory=_SHARED_SUMMARIES if size is None else None)
 
     def get(self, cache_root: str, key: str, load_profile) -> dict | None:
-        hit = self._mem.get((cache_root, key))
-        if hit is not None:
-            return hit
-        cache = ProfileCache.at(cache_root)
-        doc = _read_local(cache.derived_path("distributed", key, SUMMARY_SUFFIX))
-        if doc is None:  # not here yet (a shared cache fetches it) or unreadable
-            doc = cache.read_derived("distributed", key, SUMMARY_SUFFIX)
-        if doc is None:
+        def compute():
             prof = load_profile()
             if prof is None:
                 return None
-            doc = rank_summary(prof)
+            summary = rank_summary(prof)
             prof.release()
-            cache.write_derived("distributed", key, SUMMARY_SUFFIX, doc)
-        summary = in_memory(doc)
-        self._mem.put((cache_root, key), summary)
-        return summary
+            return summary
+
+        return self._docs.get(cache_root, key, SUMMARY_SUFFIX, compute)
 
 
 # ---- whole run -----------------------------------------------------------------------------
