@@ -240,8 +240,7 @@ _JOINED_BYTES = 1 << 30  # the joined text keeps 32-bit offsets
 
 
 def _string_array(values) -> pa.Array:
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else \
-        pa.array(values, from_pandas=True)
+    arr = _as_arrow(values)
     if arr.type != pa.string():
         arr = arr.cast(pa.string())
     if isinstance(arr, pa.ChunkedArray):

@@ -637,10 +637,11 @@ class _Builder:
         kinds = _phase_kinds(phs)
         present = np.unique(kinds).tolist()
 
-        def group(kind) -> list[_Event]:
+        def group(kind, values: list = evs) -> list:
+            """The items of `values` (the events, or a per-event list) of events of `kind`."""
             if kind not in present:
                 return []
-            return evs if len(present) == 1 else _pick(evs, np.flatnonzero(kinds == kind))
+            return values if len(present) == 1 else _pick(values, np.flatnonzero(kinds == kind))
 
         for e in group(_META):
             self.meta_events.append((e.name, _key(e.pid), _key(e.tid), e.args))
@@ -667,8 +668,8 @@ class _Builder:
             part = self._common(flows)
             part["flow_id"] = _flow_ids([e.id for e in flows], [e.id2 for e in flows])
             # s / f / t as int8 codes (a category of present values at the end)
-            part["phase"] = np.fromiter(map(_FLOW_PHASES.index, _pick(phs, np.flatnonzero(
-                kinds == _FLOW)) if len(present) > 1 else phs), np.int8, len(flows))
+            part["phase"] = np.fromiter(map(_FLOW_PHASES.index, group(_FLOW, phs)), np.int8,
+                                        len(flows))
             self.flow_parts.append(_finish_part(part, has_dur=False))
 
     def _args(self, evs: list[_Event], part: dict, ph: str | None = None) -> None:
