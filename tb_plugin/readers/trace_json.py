@@ -547,15 +547,13 @@ class _Builder:
         self.meta_events: list[tuple[str, str, str, Any]] = []
         self.extract_args = extract_args or {}
         self.extract_for = extract_for
+        # Extracted args whose values were all JSON integers in a chunk (ids: correlation,
+        # External id, stream: distinct on nearly every event): decoded to Python values by
+        # msgspec from the next chunk on, since decoding them once per distinct text is one
+        # decode per event anyway. The others stay raw (`_raw_values`).
+        self._typed_args: frozenset = frozenset()
         if self.extract_args:
-            # Raw: a value is decoded once per distinct text of a chunk (`_raw_values`), so
-            # input shapes and call stacks repeated on every call cost one decode.
-            fields = [(f"f{i}", msgspec.Raw, msgspec.Raw())
-                      for i in range(len(self.extract_args))]
-            rename = {f"f{i}": key for i, key in enumerate(self.extract_args.values())}
-            self._args_type = msgspec.defstruct("_Args", fields, rename=rename, gc=False)
-            self._args_dec = msgspec.json.Decoder(self._args_type)
-            self._args_list_dec = msgspec.json.Decoder(list[self._args_type])
+            self._args_decoders()
         self.x_parts: list[pd.DataFrame] = []
         self.i_parts: list[pd.DataFrame] = []
         self.flow_parts: list[pd.DataFrame] = []
@@ -563,6 +561,18 @@ class _Builder:
         self.be_events: list[tuple] = []
         self.count = 0
         self.decode_ranges = 1
+
+    def _args_decoders(self) -> None:
+        """The struct the extracted args of a chunk decode into: a field of `_typed_args`
+        as its Python value (None where absent), the others as raw JSON text, so that an
+        input shape or call stack repeated on every call is decoded once per chunk."""
+        fields = [(f"f{i}", Any, None) if i in self._typed_args
+                  else (f"f{i}", msgspec.Raw, msgspec.Raw())
+                  for i in range(len(self.extract_args))]
+        rename = {f"f{i}": key for i, key in enumerate(self.extract_args.values())}
+        self._args_type = msgspec.defstruct("_Args", fields, rename=rename, gc=False)
+        self._args_dec = msgspec.json.Decoder(self._args_type)
+        self._args_list_dec = msgspec.json.Decoder(list[self._args_type])
 
     def track(self, pid, tid) -> int:
         return int(self.tracks.codes([(pid, tid)])[0])
@@ -609,12 +619,23 @@ class _Builder:
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         pass
                 ok_rows = np.asarray(keep, np.int64)
-            if len(ok_rows) == n:
-                cols = [_raw_values(list(map(attrgetter(f"f{j}"), decoded)))
-                        for j in range(len(names))]
-            elif len(ok_rows):
+            if len(ok_rows):
+                ints = set()
                 for j, col in enumerate(cols):
-                    col[ok_rows] = _raw_values(list(map(attrgetter(f"f{j}"), decoded)))
+                    values = list(map(attrgetter(f"f{j}"), decoded))
+                    if j in self._typed_args:
+                        got = np.fromiter(values, object, len(values))
+                    else:
+                        got, all_ints = _raw_values_kind(values)
+                        if all_ints:  # typed from the next chunk on
+                            ints.add(j)
+                    if len(ok_rows) == n:
+                        cols[j] = got
+                    else:
+                        col[ok_rows] = got
+                if ints:
+                    self._typed_args |= ints
+                    self._args_decoders()
         for name, col in zip(names, cols):
             part[name] = col  # an object array: joined by np.concatenate, no list per value
 
@@ -749,13 +770,18 @@ def _raw_array(raws: list, type_: pa.DataType) -> pa.Array:
 def _raw_values(raws: list) -> np.ndarray:
     """Raw JSON values -> Python values (None where absent), as an object array: each
     distinct text is decoded once (Arrow hashes the texts)."""
+    return _raw_values_kind(raws)[0]
+
+
+def _raw_values_kind(raws: list) -> tuple[np.ndarray, bool]:
+    """`_raw_values`, and whether every value was a JSON integer (at least one present)."""
     out = np.full(len(raws), None, object)
     texts = _raw_array(raws, pa.binary())
     if texts.null_count == len(raws):
-        return out
+        return out, False
     ints = _json_ints(texts)
     if ints is not None:
-        return ints
+        return ints, True
     encoded = texts.dictionary_encode()
     texts = encoded.dictionary.to_pylist()
     lut = np.full(len(texts) + 1, None, object)  # the last: absent
@@ -764,7 +790,7 @@ def _raw_values(raws: list) -> np.ndarray:
             lut[i] = _ANY.decode(text)  # item by item: a list value stays one object
         except (msgspec.DecodeError, RecursionError):
             pass
-    return lut[encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)]
+    return lut[encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)], False
 
 
 def _json_ints(texts: pa.Array) -> np.ndarray | None:
