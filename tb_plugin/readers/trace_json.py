@@ -111,11 +111,13 @@ class _ArgsSink:
         self.rows += len(texts)
         return first
 
-    def add_raw(self, raws: list) -> int:
-        """`add` of raw JSON args values (msgspec.Raw, valid UTF-8): one buffer, no Python
-        string per event; an event without args is a null."""
+    def add_raw(self, raws: list, lens: np.ndarray | None = None) -> int:
+        """`add` of raw JSON args values (msgspec.Raw, valid UTF-8; `lens`: their lengths,
+        when known): one buffer, no Python string per event; an event without args is a
+        null."""
         first = self.rows
-        self._write(pa.record_batch([_raw_array(raws, pa.string())], schema=self._schema))
+        self._write(pa.record_batch([_raw_array(raws, pa.string(), lens)],
+                                    schema=self._schema))
         self.rows += len(raws)
         return first
 
@@ -552,6 +554,8 @@ class _Builder:
         # msgspec from the next chunk on, since decoding them once per distinct text is one
         # decode per event anyway. The others stay raw (`_raw_values`).
         self._typed_args: frozenset = frozenset()
+        # Extracted args that held a value other than an integer: not tried as integers again.
+        self._untyped_args: set = set()
         if self.extract_args:
             self._args_decoders()
         self.x_parts: list[pd.DataFrame] = []
@@ -588,10 +592,11 @@ class _Builder:
             return codes[inverse]
         return self.tracks.codes(list(zip(pids, tids)))
 
-    def _extract(self, evs: list[_Event], raws: list, part: dict, ph: str | None) -> None:
+    def _extract(self, evs: list[_Event], raws: list, lens: np.ndarray, part: dict,
+                 ph: str | None) -> None:
         names = list(self.extract_args)
         n = len(raws)
-        want = np.fromiter(map(len, raws), np.int64, n) > 0
+        want = lens > 0
         if self.extract_for is not None:
             # The filter is a function of (ph, cat): asked once per distinct pair of the
             # chunk (categories by their interned code).
@@ -626,9 +631,11 @@ class _Builder:
                     if j in self._typed_args:
                         got = np.fromiter(values, object, len(values))
                     else:
-                        got, all_ints = _raw_values_kind(values)
-                        if all_ints:  # typed from the next chunk on
+                        got, kind = _raw_values_kind(values, j not in self._untyped_args)
+                        if kind == "ints":  # typed from the next chunk on
                             ints.add(j)
+                        elif kind == "other":
+                            self._untyped_args.add(j)
                     if len(ok_rows) == n:
                         cols[j] = got
                     else:
@@ -697,9 +704,10 @@ class _Builder:
         """The args side file rows, and the extracted args columns (`ph`: the phase of every
         event of `evs`, when they share one)."""
         raws = [e.args for e in evs]
-        part["args_row"] = self.sink.add_raw(raws)
+        lens = np.fromiter(map(len, raws), np.int64, len(raws))
+        part["args_row"] = self.sink.add_raw(raws, lens)
         if self.extract_args:
-            self._extract(evs, raws, part, ph)
+            self._extract(evs, raws, lens, part, ph)
 
     def _counters(self, evs: list[_Event]) -> None:
         tracks = self.tracks.codes([(e.pid, e.tid) for e in evs])
@@ -754,12 +762,13 @@ def _phase_kinds(phs: list) -> np.ndarray:
                          for p in phs], np.int8)
 
 
-def _raw_array(raws: list, type_: pa.DataType) -> pa.Array:
+def _raw_array(raws: list, type_: pa.DataType, lens: np.ndarray | None = None) -> pa.Array:
     """Raw JSON values of one chunk as one Arrow string/binary array over one joined buffer
     (no Python object per value); an absent value (empty Raw) is a null. A chunk is a few
-    MB, so 32-bit offsets hold it."""
+    MB, so 32-bit offsets hold it. `lens`: the values' lengths, when known."""
     n = len(raws)
-    lens = np.fromiter(map(len, raws), np.int64, n)
+    if lens is None:
+        lens = np.fromiter(map(len, raws), np.int64, n)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
     validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
@@ -773,15 +782,16 @@ def _raw_values(raws: list) -> np.ndarray:
     return _raw_values_kind(raws)[0]
 
 
-def _raw_values_kind(raws: list) -> tuple[np.ndarray, bool]:
-    """`_raw_values`, and whether every value was a JSON integer (at least one present)."""
+def _raw_values_kind(raws: list, try_ints: bool = True) -> tuple[np.ndarray, str]:
+    """`_raw_values`, and what the values were: "absent" (all), "ints" (every present one
+    a JSON integer; not tried unless `try_ints`) or "other"."""
     out = np.full(len(raws), None, object)
     texts = _raw_array(raws, pa.binary())
     if texts.null_count == len(raws):
-        return out, False
-    ints = _json_ints(texts)
+        return out, "absent"
+    ints = _json_ints(texts) if try_ints else None
     if ints is not None:
-        return ints, True
+        return ints, "ints"
     encoded = texts.dictionary_encode()
     texts = encoded.dictionary.to_pylist()
     lut = np.full(len(texts) + 1, None, object)  # the last: absent
@@ -790,7 +800,7 @@ def _raw_values_kind(raws: list) -> tuple[np.ndarray, bool]:
             lut[i] = _ANY.decode(text)  # item by item: a list value stays one object
         except (msgspec.DecodeError, RecursionError):
             pass
-    return lut[encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)], False
+    return lut[encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)], "other"
 
 
 def _json_ints(texts: pa.Array) -> np.ndarray | None:
