@@ -153,7 +153,8 @@ class TraceIndex:
         en = e["name"]
         if isinstance(en.dtype, pd.CategoricalDtype):
             self.e_name_codes = en.cat.codes.to_numpy()
-            self.e_name_cats = [str(x) for x in en.cat.categories]
+            # (tolist: iterating an Arrow-backed Index is one Python call per item)
+            self.e_name_cats = [str(x) for x in en.cat.categories.tolist()]
         else:
             cat_ = pd.Categorical(en.astype(str))
             self.e_name_codes, self.e_name_cats = cat_.codes, [str(x) for x in cat_.categories]

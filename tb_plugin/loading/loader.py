@@ -109,7 +109,9 @@ class Loader:
             new += self._retry_fetches()
         self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         warming, self._warming = self._warming, None
-        if warming is not None and new:
+        # Wait for the warmed reader only when there is something to read: spans all in the
+        # cache (a restart) are served at once, with no reader at all.
+        if warming is not None and any(not self.cache.has(st.key) for st in new):
             try:
                 warming.result(timeout=WARM_UP_WAIT_S)
             except Exception:  # slow or failed: the pool starts readers as it needs them

@@ -206,3 +206,43 @@ def test_cached_views_whose_last_span_has_its_timeline_still_get_theirs(tmp_path
         assert cache.load(first.key).meta.trace_ready
     finally:
         loader.stop()
+
+
+def test_a_restart_over_a_full_cache_does_not_wait_for_a_reader(tmp_path, monkeypatch):
+    """Spans whose every stage is in the cache are served by the first scan at once; the
+    scan waits for the reader started with the loader only when there is something to
+    read (a reader that never becomes ready stands for a slow machine here)."""
+    import concurrent.futures as cf
+
+    from tb_plugin import discovery
+    from tb_plugin.loading import build, loader as loader_mod
+    from tb_plugin.loading.scan import span_states
+
+    monkeypatch.setenv("NPU_PROFILER_INPROCESS", "1")
+    monkeypatch.setattr(loader_mod, "WARM_UP_WAIT_S", 3.0)
+    logdir = tmp_path / "logs"
+    (logdir / "run").mkdir(parents=True)
+    shutil.copy(KINETO, logdir / "run" / "a.1.pt.trace.json")
+    cache = ProfileCache(str(tmp_path / "cache"))
+    (st,) = span_states(discovery.discover(str(logdir))[0], {})[1]
+    for stage in (build.build_entry, build.build_trace, build.build_advice):
+        stage(st.span, cache.root, st.key)
+
+    def scan_seconds(loader):
+        loader._warming = cf.Future()  # never ready
+        t = time.time()
+        loader.scan()
+        return time.time() - t
+
+    loader = Loader(str(logdir), cache=cache)
+    try:
+        assert scan_seconds(loader) < 2.0
+        assert [s.all_done for s in loader.span_states("run")] == [True]
+    finally:
+        loader.stop()
+    shutil.copy(KINETO, logdir / "run" / "b.2.pt.trace.json")  # one span to read
+    loader = Loader(str(logdir), cache=cache)
+    try:
+        assert scan_seconds(loader) >= 3.0
+    finally:
+        loader.stop()
