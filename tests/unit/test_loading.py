@@ -244,5 +244,9 @@ def test_a_restart_over_a_full_cache_does_not_wait_for_a_reader(tmp_path, monkey
     loader = Loader(str(logdir), cache=cache)
     try:
         assert scan_seconds(loader) >= 3.0
+        deadline = time.time() + 120  # the read ends before the test does
+        while not all(s.all_done for s in loader.span_states("run")):
+            assert time.time() < deadline
+            time.sleep(0.1)
     finally:
         loader.stop()
