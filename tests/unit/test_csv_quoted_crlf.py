@@ -1,7 +1,7 @@
 """Quoted CR LF in large CSV files (torch_npu call stacks and shapes): Arrow (26) drops the
-LF of a quoted CR LF when one of its blocks ends between the two bytes, so such a file is
-parsed as one block. Checked against the stdlib csv module, over many block sizes (most of
-which put a boundary inside some cell)."""
+LF of a quoted CR LF when one of its blocks ends between the two bytes, so the block size
+is chosen so that no block ends right after a CR. Checked against the stdlib csv module,
+over many block sizes (most of which would put a boundary inside some cell)."""
 from __future__ import annotations
 
 import csv
@@ -43,15 +43,38 @@ def test_a_repaired_file_too(tmp_path, monkeypatch):
     assert [[a, b] for a, b in zip(df["Name"], df["Call Stack"])] == want
 
 
-def test_only_files_with_a_quoted_cr_are_read_in_one_block(tmp_path, monkeypatch):
+# Denser: CR LF and lone CR inside quoted cells (CR LF row ends).
+DENSE = [(f"op{i}", "a\r\nb\r" * (i % 4) + f"x{i}" + "\ry" * (i % 3 == 0))
+         for i in range(900)]
+
+
+@pytest.mark.parametrize("block", range(500, 2500, 97))
+def test_dense_crs_whatever_the_starting_block_size(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(tolerant, "_BLOCK_BYTES", block)
+    path = tmp_path / "ops.csv"
+    want = _write(path, DENSE)
+    chosen = tolerant._block_bytes(str(path))
+    data = path.read_bytes()
+    assert chosen >= block
+    assert chosen > len(data) or all(data[k - 1] != 13 for k in range(chosen, len(data), chosen))
+    df, warnings = tolerant.read_csv(str(path), "ops.csv")
+    assert warnings == []
+    assert [[a, b] for a, b in zip(df["Name"], df["Call Stack"])] == want
+
+
+def test_block_sizes(tmp_path, monkeypatch):
     monkeypatch.setattr(tolerant, "_BLOCK_BYTES", 1000)
-    monkeypatch.setattr(tolerant, "_SCAN_BYTES", 64)  # the quote parity across windows
-    plain = tmp_path / "plain.csv"  # CR LF row ends, quoted cells without CR
-    _write(plain, [(f"op{i}", f'"x", {i}') for i in range(300)])
+    plain = tmp_path / "plain.csv"  # LF row ends, no CR anywhere: the size as it is
+    _write(plain, [(f"op{i}", f'"x", {i}') for i in range(300)], terminator="\n")
     assert tolerant._block_bytes(str(plain)) == 1000
-    late = tmp_path / "late.csv"  # one quoted CR, far from the start
-    _write(late, [(f"op{i}", f'"x", {i}') for i in range(300)] + [("last", "a\rb")])
-    assert tolerant._block_bytes(str(late)) == late.stat().st_size + 1
     small = tmp_path / "small.csv"  # one block anyway
     _write(small, ROWS[:3])
     assert small.stat().st_size < 1000 and tolerant._block_bytes(str(small)) == 1000
+    # A CR as the last byte of the first block: the next size, or one block when no more
+    # sizes may be tried.
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(b"Name\n" + b"a" * 994 + b"\r\n" + b"b\n" * 2000)
+    assert crlf.read_bytes()[999] == 13
+    assert tolerant._block_bytes(str(crlf)) == 1001
+    monkeypatch.setattr(tolerant, "_BLOCK_TRIES", 1)
+    assert tolerant._block_bytes(str(crlf)) == crlf.stat().st_size + 1
