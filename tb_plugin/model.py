@@ -690,6 +690,12 @@ def _json_value(v: Any):
     return v
 
 
+# A table set with at most this many rows stays in memory after it is written: the steps
+# and derivations after it read it without the read back (a few ms each, ~15 per span,
+# which was a tenth of a small span's views stage); larger ones are dropped (memory).
+KEEP_ROWS = 1 << 16
+
+
 @dataclasses.dataclass
 class Profile:
     """Everything known about one worker-span, in normalized tables.
@@ -749,7 +755,10 @@ class Profile:
         self.rows[name] = len(df)
         if self.directory:
             write_table(table_path(self.directory, name), df)
-            self.tables.pop(name, None)  # read back (memory-mapped) only if asked for
+            if len(df) <= KEEP_ROWS:  # small: kept as made, not read back by later steps
+                self.tables[name] = df
+            else:
+                self.tables.pop(name, None)  # read back (memory-mapped) only if asked for
         else:
             self.tables[name] = df
 
