@@ -91,3 +91,19 @@ def test_csv_answers_are_capped(monkeypatch):
     monkeypatch.setattr(responses, "MAX_CSV_BYTES", 100)
     assert responses.csv_response("a,b\r\n" * 10, "t.csv").status_code == 200
     assert responses.csv_response("a,b\r\n" * 30, "t.csv").status_code == 413
+
+
+def test_json_answers_hold_what_the_payload_holds():
+    """NaN and inf are null, numpy values are their Python values, the rest as json would
+    write it (the reference: the payload converted by hand, then json's own round trip)."""
+    import numpy as np
+
+    payload = {"f": [1.5, float("nan"), float("inf"), -float("inf"), -0.0, 1e16, 0.1],
+               "n": [np.int64(7), np.float64(2.5), np.float64("nan"), np.bool_(True),
+                     np.int32(-3)], "a": np.array([1, 2, 3]), "t": (1, "x"), 2: None,
+               "big": 2 ** 70, "u": "été"}
+    want = {"f": [1.5, None, None, None, -0.0, 1e16, 0.1], "n": [7, 2.5, None, True, -3],
+            "a": [1, 2, 3], "t": [1, "x"], "2": None, "big": 2 ** 70, "u": "été"}
+    got = json.loads(responses.json_response(payload).get_data().decode("utf-8"))
+    assert got == json.loads(json.dumps(want))
+    assert [type(v) for v in got["n"]] == [int, float, type(None), bool, int]
