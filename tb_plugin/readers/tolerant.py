@@ -381,29 +381,21 @@ def _block_bytes(source) -> int:
                 return _BLOCK_BYTES
             with open(source, "rb") as fh, mmap.mmap(fh.fileno(), 0,
                                                      access=mmap.ACCESS_READ) as mm:
-                if mm.find(b"\r") < 0:  # the usual case outside torch_npu, by memchr
-                    return _BLOCK_BYTES
-                data = np.frombuffer(mm, np.uint8)
-                try:
-                    return _cr_safe_block(data)
-                finally:
-                    del data  # (before the map closes)
+                # (no CR, the usual case outside torch_npu: found by memchr)
+                return _BLOCK_BYTES if mm.find(b"\r") < 0 else _cr_safe_block(mm)
         view = source.getbuffer()  # an in-memory file (repaired text)
         try:
-            if len(view) <= _BLOCK_BYTES:
-                return _BLOCK_BYTES
-            data = np.frombuffer(view, np.uint8)
-            try:
-                return _cr_safe_block(data)
-            finally:
-                del data
+            return _BLOCK_BYTES if len(view) <= _BLOCK_BYTES else _cr_safe_block(view)
         finally:
             view.release()
     except (OSError, ValueError, AttributeError):
         return _BLOCK_BYTES
 
 
-def _cr_safe_block(data: np.ndarray) -> int:
+def _cr_safe_block(buf) -> int:
+    """`_block_bytes` of a buffer larger than `_BLOCK_BYTES` (its numpy view is gone when
+    this returns, so the caller may close or release the buffer)."""
+    data = np.frombuffer(buf, np.uint8)
     size = len(data)
     for block in range(_BLOCK_BYTES, _BLOCK_BYTES + _BLOCK_TRIES):
         if not (data[block - 1:size - 1:block] == 13).any():  # the last byte of each block

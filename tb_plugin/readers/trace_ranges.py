@@ -95,10 +95,12 @@ def split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple
         return [(pos, end)]
     n = len(cuts) + 1  # chunks
     k = min(k, n)
+    if k < 2:
+        return [(pos, end)]
     # The calling process starts on its range at once, the others after their process has
     # started and imported (SPAWN_LEAD_BYTES of decoding): the first range is longer by
     # that much more than the others, so that all end together (else the caller waits).
-    lead = min(SPAWN_LEAD_BYTES // max(chunk_bytes, 1), (n - k) // k) if k > 1 else 0
+    lead = min(SPAWN_LEAD_BYTES // max(chunk_bytes, 1), (n - k) // k)
     first = round((n - lead) / k) + lead
     chosen = [cuts[first - 1]] + [cuts[first + round(i * (n - first) / (k - 1)) - 1]
                                   for i in range(1, k - 1)]
