@@ -13,7 +13,9 @@ writes one through it:
 
 Entries are built in a temporary sibling directory and renamed into place, so a crash never
 leaves a half-written entry; an entry is complete when its meta.json exists. A restart
-memory-maps the Arrow files instead of parsing again.
+memory-maps the Arrow files instead of parsing again. A builder holds a lock on the directory
+it builds in (`building`, `extending`); the next build of the same entry removes what a
+builder that is gone left behind.
 
 The root is outside the logdir: `$NPU_PROFILER_CACHE_DIR`, else
 `${XDG_CACHE_HOME:-~/.cache}/tensorboard-plugin-npu-profiler`. When it cannot be written, a
@@ -214,10 +216,47 @@ class ProfileCache:
             return
         cache_store.mark_synced(directory, names)
 
-    def new_work_dir(self, key: str) -> str:
+    @contextlib.contextmanager
+    def building(self, key: str):
+        """A new work directory for the key's entry (stage 1), locked while this process
+        builds it, removed unless `commit` moved it into place. First, the unfinished build
+        directories of the same key whose builder is gone (a reader killed, TensorBoard
+        stopped mid-build) are removed: each can hold hundreds of MB of spilled tables."""
         parent = os.path.join(self.root, key[:2])
         os.makedirs(parent, exist_ok=True)
-        return tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=parent)
+        prefix = f"{key}{_WORK_INFIX}"
+        for name in _listdir(parent):
+            if name.startswith(prefix):
+                _remove_abandoned(os.path.join(parent, name))
+        # Made under another name and locked before it takes the name the sweep above
+        # looks for: a build directory by that name is always locked while it is in use.
+        made = tempfile.mkdtemp(prefix=f"{key}.new-", dir=parent)
+        with _build_lock(made, wait=True):
+            work = made.replace(f"{key}.new-", prefix, 1)
+            os.rename(made, work)
+            try:
+                yield work
+            finally:
+                if os.path.isdir(work):  # not committed
+                    shutil.rmtree(work, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def extending(self, key: str):
+        """The existing entry's directory, locked while this process adds a later stage to
+        it (a second builder of the same entry waits, then finds the stage done). What an
+        interrupted build left in it is removed first: an entry holds only files, so a
+        directory in it is a reader's scratch (the parallel trace ranges), and a
+        `*.tmp-<pid>` file a table that was being written."""
+        directory = self.entry_dir(key)
+        with _build_lock(directory, wait=True):
+            for name in _listdir(directory):
+                path = os.path.join(directory, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                elif _WORK_INFIX in name:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+            yield directory
 
     def commit(self, key: str, work_dir: str, profile: Profile) -> str:
         """Write what is left of the profile into work_dir and move it into place."""
@@ -290,7 +329,7 @@ class ProfileCache:
             rel = os.path.relpath(dirpath, self.root).split(os.sep)
             size += sum(_size(os.path.join(dirpath, f)) for f in filenames)
             if len(rel) == 2 and len(rel[0]) == 2:  # <key[:2]>/<key>[.tmp-*]
-                if ".tmp-" in rel[1]:
+                if _WORK_INFIX in rel[1]:
                     unfinished += 1
                 elif META_FILE in filenames:
                     entries += 1
@@ -425,6 +464,45 @@ class DerivedStore:
             doc = self._hold(doc)
         self._mem.put((key, suffix), doc)
         return doc
+
+
+_WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build; <table>.arrow.tmp-<pid>: a table write
+
+
+@contextlib.contextmanager
+def _build_lock(directory: str, wait: bool):
+    """An exclusive lock on a build directory, held by the process that builds in it; the
+    kernel releases it when that process ends, however it ends. Yields whether it was
+    taken (always, with `wait`). Where locks are not to be had (no `fcntl`, a file system
+    without them) a builder goes on unlocked and nothing is taken for abandoned."""
+    try:
+        import fcntl
+    except ImportError:
+        yield wait
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            taken = False
+        except OSError:
+            taken = wait
+        else:
+            taken = True
+        yield taken
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove_abandoned(work: str) -> None:
+    """Remove a stage-1 build directory whose builder is gone (nobody holds its lock)."""
+    try:
+        with _build_lock(work, wait=False) as taken:
+            if taken:
+                shutil.rmtree(work, ignore_errors=True)
+    except OSError:
+        pass  # gone already, or not ours to remove
 
 
 def _size(path: str) -> int:

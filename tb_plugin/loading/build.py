@@ -33,25 +33,26 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     if cache.has(key):
         return {"key": key, "cached": True}
     storage.materialize(span.logdir, (span.root, *span.files))  # a remote logdir's files
-    work = cache.new_work_dir(key)
     started = time.time()
-    with spilling(work):  # tables go to the cache entry as soon as they are made
-        try:
-            profile = readers.read(span, work, stage="views")
-        except Exception as exc:  # a reader bug must still give a readable error
-            profile = Profile(meta=ProfileMeta(producer=span.producer))
-            profile.errors.append(FileError(span.rel(span.root),
-                                            f"could not read this profile: {exc!r}"))
-            log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
-        give_memory_back(collect=False)
-        try:
-            derive.complete(profile)
-        except Exception as exc:
-            profile.errors.append(FileError(span.rel(span.root), f"analysis failed: {exc!r}"))
-            log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
-    summary = _rank_summary(profile, span)
-    profile.meta.load_seconds = round(time.time() - started, 3)
-    cache.commit(key, work, profile)
+    with cache.building(key) as work:
+        with spilling(work):  # tables go to the cache entry as soon as they are made
+            try:
+                profile = readers.read(span, work, stage="views")
+            except Exception as exc:  # a reader bug must still give a readable error
+                profile = Profile(meta=ProfileMeta(producer=span.producer))
+                profile.errors.append(FileError(span.rel(span.root),
+                                                f"could not read this profile: {exc!r}"))
+                log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
+            give_memory_back(collect=False)
+            try:
+                derive.complete(profile)
+            except Exception as exc:
+                profile.errors.append(FileError(span.rel(span.root),
+                                                f"analysis failed: {exc!r}"))
+                log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+        summary = _rank_summary(profile, span)
+        profile.meta.load_seconds = round(time.time() - started, 3)
+        cache.commit(key, work, profile)
     if summary is not None:
         cache.write_derived("distributed", key, distributed.SUMMARY_SUFFIX, summary)
     del profile
@@ -76,14 +77,25 @@ def _rank_summary(profile: Profile, span: SpanSource) -> dict | None:
 def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     """Second stage (runs in a reader process): the trace tables, when the first stage
     deferred them, and the timeline index, added to the existing cache entry."""
-    from .. import readers
-    from ..analysis import derive
-
     prepare_reader_process()
     cache = ProfileCache.at(cache_root)
     profile = cache.load(key)
     if profile.meta.trace_ready:
         return {"key": key, "cached": True}
+    with cache.extending(key):
+        profile = cache.load(key)  # as the builder we may have waited for left it
+        if profile.meta.trace_ready:
+            return {"key": key, "cached": True}
+        _build_trace(span, cache, key, profile)
+    del profile
+    give_memory_back()
+    return {"key": key, "cached": False}
+
+
+def _build_trace(span: SpanSource, cache: ProfileCache, key: str, profile: Profile) -> None:
+    from .. import readers
+    from ..analysis import derive
+
     storage.materialize(span.logdir, (span.root, *span.files))
     started = time.time()
     with spilling(cache.entry_dir(key)):
@@ -110,9 +122,6 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     profile.meta.trace_ready = True
     profile.meta.trace_seconds = round(time.time() - started, 3)
     cache.update(key, profile)
-    del profile
-    give_memory_back()
-    return {"key": key, "cached": False}
 
 
 def build_advice(span: SpanSource, cache_root: str, key: str) -> dict:

@@ -85,7 +85,8 @@ class Loader:
 
     @property
     def _stopped(self) -> bool:
-        return self._poll.stopped
+        # The pool stops on its own when the interpreter exits (loading/pool.py).
+        return self._poll.stopped or getattr(self._pool, "stopped", False)
 
     # ---- scheduling ------------------------------------------------------------------
     def scan(self) -> None:

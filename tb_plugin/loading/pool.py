@@ -17,12 +17,14 @@ dying reader started a thousand Python processes.)
 """
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import concurrent.futures.process  # noqa: F401 (makes cf.process available)
 import logging
 import multiprocessing
 import os
 import threading
+import weakref
 
 from ..spawned import exit_with_parent
 
@@ -30,6 +32,28 @@ log = logging.getLogger(__name__)
 
 BrokenReader = cf.process.BrokenProcessPool
 MAX_ATTEMPTS = 2  # the first run in the shared pool, then one run alone
+EXIT_JOIN_S = 5.0  # how long an exiting process waits for each terminated reader
+
+# Every pool of this process, so that an exiting interpreter ends their readers (below).
+_LIVE_POOLS: "weakref.WeakSet[ReaderPool]" = weakref.WeakSet()
+
+
+def _end_readers_at_exit() -> None:
+    """End every pool's reader processes when the interpreter exits (Ctrl+C, SIGTERM, the
+    end of a command). concurrent.futures' own exit hook waits for every running task (a
+    1 GB trace: half a minute), and multiprocessing's then joins each worker: a reader that
+    outlived its pool's thread kept TensorBoard from ever exiting."""
+    for pool in list(_LIVE_POOLS):
+        pool.shutdown(terminate=True)
+
+
+# `threading`'s exit hooks run first when the interpreter exits, before `atexit`'s, last
+# registered first: this one before concurrent.futures' (registered when it was imported,
+# above). A Python without the hook falls back to `atexit`, after concurrent.futures'.
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_end_readers_at_exit)
+else:
+    atexit.register(_end_readers_at_exit)
 
 
 class ReaderPool:
@@ -44,6 +68,12 @@ class ReaderPool:
         # that had been handed to a reader at that moment (see `_was_started`)
         self._inflight: dict[cf.Executor, set[cf.Future]] = {}
         self._started_when_broken: dict[cf.Executor, set[cf.Future]] = {}
+        self._isolated: set[cf.ProcessPoolExecutor] = set()  # one retried task each
+        _LIVE_POOLS.add(self)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def submit(self, fn, *args) -> cf.Future:
         """Run fn(*args) in a reader; the returned future holds the final outcome, after
@@ -60,18 +90,20 @@ class ReaderPool:
         with self._lock:
             self._stopped = True
             pool, self._pool = self._pool, None
-        if pool is None:
-            return
+            pools = [p for p in (pool, *self._isolated) if p is not None]
+            self._isolated.clear()
         # A process pool's workers (a thread pool has none); read before shutdown forgets them.
-        procs = list((getattr(pool, "_processes", None) or {}).values()) if terminate else []
-        pool.shutdown(wait=False, cancel_futures=True)
+        procs = [proc for p in pools for proc in (getattr(p, "_processes", None) or {}).values()
+                 ] if terminate else []
+        for p in pools:
+            p.shutdown(wait=False, cancel_futures=True)
         for proc in procs:
             try:
                 proc.terminate()
             except (OSError, AttributeError):
                 pass
         for proc in procs:
-            proc.join(timeout=5)
+            proc.join(timeout=EXIT_JOIN_S)
 
     # ---- internals -------------------------------------------------------------------
     def _attempt(self, outcome: cf.Future, fn, args, attempt: int) -> None:
@@ -113,8 +145,10 @@ class ReaderPool:
             ex = cf.ProcessPoolExecutor(max_workers=1,
                                         mp_context=multiprocessing.get_context("spawn"),
                                         initializer=exit_with_parent)
+            with self._lock:
+                self._isolated.add(ex)
             fut = ex.submit(fn, *args)
-            fut.add_done_callback(lambda f: ex.shutdown(wait=False))
+            fut.add_done_callback(lambda f: self._isolated_done(ex))
             return fut
         try:
             pool = self._process_pool()
@@ -128,6 +162,11 @@ class ReaderPool:
             log.warning("reader processes unavailable (%s); loading in-process", exc)
             self.inprocess = True
             return self._thread_pool().submit(fn, *args)
+
+    def _isolated_done(self, ex: cf.ProcessPoolExecutor) -> None:
+        with self._lock:
+            self._isolated.discard(ex)
+        ex.shutdown(wait=False)
 
     def _settle(self, fut: cf.Future, broken: bool) -> bool:
         """Forget a finished future of a shared pool; for one that failed because its pool
