@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # The row limits of every table route, here only (docs/http_api.md "Table parameters").
 DEFAULT_LIMIT = 1000        # rows of a JSON page when `limit` is not given
@@ -181,7 +183,19 @@ def _column_values(series: pd.Series) -> list:
         return values
     if isinstance(dt, np.dtype) and dt.kind in "iub":
         return series.to_numpy().tolist()
-    # Nullable, text, categorical, object: go through object with NA -> None.
+    if not isinstance(dt, np.dtype) and hasattr(series.array, "__arrow_array__"):
+        # Nullable numbers, Arrow text, categoricals: Arrow gives Python values with NA as
+        # None in one call (through object dtype: ~0.5 ms a column, for a page of 50 rows).
+        arr = pa.array(series.array)
+        values = arr.to_pylist()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if pa.types.is_floating(arr.type):
+            finite = pc.fill_null(pc.is_finite(arr), True).to_numpy(zero_copy_only=False)
+            for i in np.flatnonzero(~finite):
+                values[i] = None  # NaN / inf (null cells are None already)
+        return values
+    # Object (and anything else): go through object with NA -> None.
     obj = series.astype(object)
     values = obj.tolist()
     na = np.flatnonzero(pd.isna(obj).to_numpy())
