@@ -29,8 +29,6 @@ Definitions (docs/http_api.md `kernels`, `kernels/pmu`):
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -68,8 +66,7 @@ def has_counters(profile: Profile) -> bool:
                               for c in ratio_columns(k))
 
 
-def pipe_ratios(k: pd.DataFrame) -> pd.DataFrame:
-    """Per call, each pipe's ratio (max of its aic / aiv columns; NaN when neither)."""
+def _pipe_ratio_arrays(k: pd.DataFrame) -> dict[str, np.ndarray]:
     out = {}
     for pipe in SUMMARY_PIPES:
         cols = [c for c in C.pipe_ratio_columns(pipe) if c in k.columns]
@@ -80,19 +77,38 @@ def pipe_ratios(k: pd.DataFrame) -> pd.DataFrame:
         for c in cols[1:]:  # fmax: the other value where one is NaN
             vals = np.fmax(vals, k[c].to_numpy(dtype=np.float64))
         out[f"{pipe}_ratio"] = vals
-    return pd.DataFrame(out, index=k.index)
+    return out
+
+
+def pipe_ratios(k: pd.DataFrame) -> pd.DataFrame:
+    """Per call, each pipe's ratio (max of its aic / aiv columns; NaN when neither)."""
+    return pd.DataFrame(_pipe_ratio_arrays(k), index=k.index)
 
 
 def classify(ratios: dict[str, float], bound_ratio: float = BOUND_RATIO) -> str | None:
     """The `bound` class of one set of pipe ratios ({pipe: ratio}, NaN/None = absent)."""
-    given = {p: r for p, r in ratios.items() if p in PIPE_CLASS and r is not None
-             and not math.isnan(r)}
-    if not given:
-        return None
-    classes = {PIPE_CLASS[p] for p, r in given.items() if r > bound_ratio}
-    if not classes:
-        return "none"
-    return classes.pop() if len(classes) == 1 else "mixed"
+    pipes = [p for p in ratios if p in PIPE_CLASS]
+    values = np.array([[np.nan if ratios[p] is None else ratios[p] for p in pipes]],
+                      dtype=np.float64).reshape(1, len(pipes))
+    return classify_rows(values, pipes, bound_ratio)[0]
+
+
+def classify_rows(values: np.ndarray, pipes: list[str] | tuple[str, ...],
+                  bound_ratio: float = BOUND_RATIO) -> list[str | None]:
+    """The `bound` class of each row of `values` (rows x pipes, NaN = absent), as
+    `classify` defines it (module docstring)."""
+    given = ~np.isnan(values)
+    with np.errstate(invalid="ignore"):
+        over = given & (values > bound_ratio)
+    names = sorted({PIPE_CLASS[p] for p in pipes})
+    per_class = np.column_stack([over[:, [i for i, p in enumerate(pipes) if PIPE_CLASS[p] == c]]
+                                 .any(axis=1) for c in names]) if names else \
+        np.zeros((len(values), 0), dtype=bool)
+    count = per_class.sum(axis=1)
+    first = per_class.argmax(axis=1) if names else np.zeros(len(values), dtype=np.int64)
+    has = given.any(axis=1)
+    return [None if not h else "none" if n == 0 else names[f] if n == 1 else "mixed"
+            for h, n, f in zip(has.tolist(), count.tolist(), first.tolist())]
 
 
 def core_count(core_type: str, ai_core_num: int | None, aiv_num: int | None) -> int | None:
@@ -162,8 +178,10 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None,
     codes, labels = key_codes(k[kernels_view.GROUP_KEYS[group_by]])
     n = len(labels)
     dur = k["dur_ns"].to_numpy(dtype=np.float64)
+    # Columns as arrays, one frame at the end: a profile's kernel view has a few hundred
+    # groups, where pandas' per-column costs were most of the time.
     out: dict = {group_by: pd.array(labels.astype(str), dtype="string")}
-    pipes = pipe_ratios(k)
+    pipes = _pipe_ratio_arrays(k)
     counted = np.zeros(len(k), dtype=bool)
     for c in ratio_cols:
         v = k[c].to_numpy(dtype=np.float64)
@@ -172,26 +190,27 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None,
     out["pmu_calls"] = np.bincount(codes, weights=counted.astype(np.float64),
                                    minlength=n).astype(np.int64)
     for pipe in SUMMARY_PIPES:
-        out[f"{pipe}_ratio"], _ = _weighted(pipes[f"{pipe}_ratio"].to_numpy(), dur, codes, n)
-    res = pd.DataFrame(out)
-    pipe_means = res[[f"{p}_ratio" for p in SUMMARY_PIPES]].to_numpy()
+        out[f"{pipe}_ratio"], _ = _weighted(pipes[f"{pipe}_ratio"], dur, codes, n)
+    pipe_means = np.column_stack([out[f"{p}_ratio"] for p in SUMMARY_PIPES])
     with np.errstate(all="ignore"):
         has_any = np.isfinite(pipe_means).any(axis=1)
         dom = np.nanargmax(np.where(np.isfinite(pipe_means), pipe_means, -1.0), axis=1)
-    res["dominant_pipe"] = pd.array([SUMMARY_PIPES[d] if a else None
-                                     for d, a in zip(dom, has_any)], dtype="string")
-    res["bound"] = pd.array([classify({p: row[f"{p}_ratio"] for p in BOUND_PIPES}, bound_ratio)
-                             for row in res.to_dict("records")], dtype="string")
-    denom = np.fmax(res["mac_ratio"].to_numpy(), res["vec_ratio"].to_numpy())
+    out["dominant_pipe"] = pd.array([SUMMARY_PIPES[d] if a else None
+                                     for d, a in zip(dom.tolist(), has_any.tolist())],
+                                    dtype="string")
+    out["bound"] = pd.array(classify_rows(np.column_stack([out[f"{p}_ratio"]
+                                                           for p in BOUND_PIPES]),
+                                          BOUND_PIPES, bound_ratio), dtype="string")
+    denom = np.fmax(out["mac_ratio"], out["vec_ratio"])
     with np.errstate(all="ignore"):
-        res["memory_bound"] = np.where(denom > 0, res["mte2_ratio"].to_numpy() / denom, np.nan)
-    _block_dims(res, k, codes, n, profile)
-    res["l2_hit_rate"] = _l2_hit_rate(k, codes, n)
-    res = res[res["pmu_calls"] > 0]
-    return res.reset_index(drop=True)
+        out["memory_bound"] = np.where(denom > 0, out["mte2_ratio"] / denom, np.nan)
+    _block_dims(out, k, codes, n, profile)
+    out["l2_hit_rate"] = _l2_hit_rate(k, codes, n)
+    keep = out["pmu_calls"] > 0
+    return pd.DataFrame({c: v[keep] for c, v in out.items()})
 
 
-def _block_dims(res: pd.DataFrame, k: pd.DataFrame, codes: np.ndarray, n: int,
+def _block_dims(out: dict, k: pd.DataFrame, codes: np.ndarray, n: int,
                 profile: Profile) -> None:
     meta = profile.meta
     block = k["block_dim"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -200,15 +219,15 @@ def _block_dims(res: pd.DataFrame, k: pd.DataFrame, codes: np.ndarray, n: int,
     known = np.isfinite(block) & np.isfinite(cores) & (block > 0)
     with np.errstate(all="ignore"):
         mismatch = known & (np.fmod(block, np.where(known, cores, 1)) != 0)
-    res["block_dim"] = pd.array(_mode(block, codes, n), dtype="Float64").astype("Int64")
+    out["block_dim"] = pd.array(_mode(block, codes, n), dtype="Float64").astype("Int64")
     core_mode = _mode(cores, codes, n)
-    res["core_num"] = pd.array(core_mode, dtype="Float64").astype("Int64")
-    b = res["block_dim"].to_numpy(dtype=np.float64, na_value=np.nan)
+    out["core_num"] = pd.array(core_mode, dtype="Float64").astype("Int64")
+    b = out["block_dim"].to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(all="ignore"):
         waves = np.where((b > 0) & (core_mode > 0), np.ceil(b / core_mode), np.nan)
-        res["waves"] = pd.array(waves, dtype="Float64").astype("Int64")
-        res["tail_waste"] = np.where(waves > 0, 1.0 - b / (waves * core_mode), np.nan)
-    res["block_dim_mismatch_calls"] = np.bincount(
+        out["waves"] = pd.array(waves, dtype="Float64").astype("Int64")
+        out["tail_waste"] = np.where(waves > 0, 1.0 - b / (waves * core_mode), np.nan)
+    out["block_dim_mismatch_calls"] = np.bincount(
         codes, weights=mismatch.astype(np.float64), minlength=n).astype(np.int64)
 
 
