@@ -35,12 +35,23 @@ def _size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
+def _summary_modules():
+    """(rank_summary, distributed_findings, distributed); one module for all three before
+    analysis/distributed.py was split, so that an older revision can be measured too."""
+    from tb_plugin.analysis import distributed
+    try:
+        from tb_plugin.analysis import distributed_findings, rank_summary
+    except ImportError:
+        return distributed, distributed, distributed
+    return rank_summary, distributed_findings, distributed
+
+
 def measure_run(run_dir: str) -> list[dict]:
     from tb_plugin import discovery
-    from tb_plugin.analysis import distributed
     from tb_plugin.cache import ProfileCache, entry_key
     from tb_plugin.loading.build import build_advice, build_entry, build_trace
 
+    rank_summary, _, _ = _summary_modules()
     cache = ProfileCache(tempfile.mkdtemp(prefix="scale-costs-"))
     runs, _ = discovery.discover(os.path.dirname(os.path.abspath(run_dir)))
     spans = [s for r in runs.values() for s in r.spans()
@@ -55,7 +66,7 @@ def measure_run(run_dir: str) -> list[dict]:
         build_trace(span, cache.root, key)
         build_advice(span, cache.root, key)
         c2 = time.process_time()
-        summary = cache.derived_path("distributed", key, distributed.SUMMARY_SUFFIX)
+        summary = cache.derived_path("distributed", key, rank_summary.SUMMARY_SUFFIX)
         derived = sum(_size(os.path.join(cache.root, kind, key[:2]))
                       for kind in os.listdir(cache.root) if len(kind) > 2
                       and os.path.isdir(os.path.join(cache.root, kind, key[:2])))
@@ -92,16 +103,15 @@ def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
     whole-run view over them, and the CPU / wall time of that first whole-run answer."""
     import psutil
 
-    from tb_plugin.analysis import distributed
-
+    rank_summary, distributed_findings, distributed = _summary_modules()
     texts = []
     for p in summary_paths:
         with open(p, encoding="utf-8") as fh:
             texts.append(fh.read())
     if scale > 1:
         texts = [json.dumps(scaled(json.loads(t), scale)) for t in texts]
-    hold = getattr(distributed, "in_memory", lambda d: d)  # before summary v3: the JSON as is
-    if hasattr(distributed, "_read_local"):  # the store decodes its documents by msgspec
+    hold = getattr(rank_summary, "in_memory", lambda d: d)  # before summary v3: the JSON as is
+    if hasattr(rank_summary, "_read_local"):  # the store decodes its documents by msgspec
         import msgspec
 
         texts = [t.encode() for t in texts]
@@ -117,7 +127,7 @@ def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
         summaries.append({**d, "rank": i, "worker": f"rank{i}", "span": "s"})
     t1, w1 = time.process_time(), time.perf_counter()
     held = proc.memory_info().rss
-    votes = distributed.straggler_votes(summaries)
+    votes = distributed_findings.straggler_votes(summaries)
     t2 = time.process_time()
     view = distributed.run_view(summaries)
     t3, w3 = time.process_time(), time.perf_counter()

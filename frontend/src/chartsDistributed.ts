@@ -9,7 +9,8 @@ const tooltipBase = { confine: true, extraCssText: 'max-width:480px;white-space:
 // The breakdown categories come from the API (`categories` of the distributed answer). Two
 // facts about them it does not send: overlapped time is part of computing (so it is shown in
 // the tooltip only and the stacked bars add up to the step time), and the straggler rule
-// compares computing time (so that segment is highlighted). See analysis/distributed.py.
+// compares computing time (so that segment is highlighted). See analysis/rank_summary.py and
+// analysis/distributed_findings.py.
 const NOT_STACKED = new Set(['overlapped']);
 const STRAGGLER_CATEGORY = 'computing';
 

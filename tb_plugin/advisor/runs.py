@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysis import distributed as dist
+from ..analysis import rank_summary
 from .core import meta_value
 from .engine import advise_profile, advise_ranks, merge
 from .registry import RUN_RULES
@@ -14,7 +14,7 @@ from .store import ADVISOR_VERSION, AdviceStore
 from .thresholds import Thresholds, load
 
 _advice = AdviceStore()
-_summaries = dist.SummaryStore()
+_summaries = rank_summary.SummaryStore()
 
 
 class StillLoading(Exception):

@@ -1,13 +1,13 @@
 """Comparison of two profiles (base vs experiment), from any producers.
 
 Pure functions over the views' own tables (`overview.steps`, `operators.table`,
-`kernels.table`, `distributed.step_breakdown`), so a compare row always equals what the
+`kernels.table`, `rank_summary.step_breakdown`), so a compare row always equals what the
 single-profile views show for each side.
 
 Definitions:
 - Steps: the mean step time of each side and the mean of each breakdown category, for the
   producer categories (union of both sides; a category one side lacks is null there) and
-  for the common categories of `analysis.distributed` (computing,
+  for the common categories of `analysis.rank_summary` (computing,
   communication_not_overlapped, overlapped, free), which exist for NPU and GPU alike.
 - delta_us = exp_us - base_us; delta_pct = delta_us / base_us * 100 (null when base_us is
   0 or missing). Only-in rows have the missing side null, delta_us = the present side's
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, step_category_label
-from . import distributed, kernels, operators, overview
+from . import kernels, operators, overview, rank_summary
 
 
 def _delta(base, exp):
@@ -61,9 +61,9 @@ def steps(base: Profile, exp: Profile) -> dict:
         bv, ev = side(b, c), side(e, c)
         d, p = _delta(bv, ev)
         rows.append({"category": c, "base_us": bv, "exp_us": ev, "delta_us": d, "delta_pct": p})
-    bc, ec = distributed.step_breakdown(base), distributed.step_breakdown(exp)
+    bc, ec = rank_summary.step_breakdown(base), rank_summary.step_breakdown(exp)
     common = []
-    for c in distributed.CATEGORIES:
+    for c in rank_summary.CATEGORIES:
         bv = _avg([s["breakdown"][c] for s in bc if c in s["breakdown"]])
         ev = _avg([s["breakdown"][c] for s in ec if c in s["breakdown"]])
         d, p = _delta(bv, ev)
@@ -79,7 +79,7 @@ def steps(base: Profile, exp: Profile) -> dict:
         "rows": rows,
         "common": common,
         "category_labels": {c: step_category_label(c)
-                            for c in dict.fromkeys(cats + list(distributed.CATEGORIES))},
+                            for c in dict.fromkeys(cats + list(rank_summary.CATEGORIES))},
     }
 
 

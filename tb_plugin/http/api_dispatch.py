@@ -11,7 +11,7 @@ from ..analysis import dispatch as dispatch_view
 from ..analysis import tables
 from ..loading import Loader
 from . import params
-from .api import _resolve, profile_from
+from .requests import _resolve, profile_from
 from .responses import ApiError, csv_response, json_response
 
 OPS_DEFAULT_SORT = "-queue_wait_us"

@@ -1,7 +1,7 @@
 """Routes of the distributed (multi-rank) view and of the comparison of two profiles.
 
 Distributed: a run whose workers are ranks (a rank from discovery, or `meta.rank` of the
-profile). Per-rank summaries come from `analysis.distributed.SummaryStore` (memory, then a
+profile). Per-rank summaries come from `analysis.rank_summary.SummaryStore` (memory, then a
 JSON file per cache entry, then computed once from the rank's tables), and the whole-run
 result is kept in an LRU keyed by the ranks' cache keys, so a request never reloads every
 rank's tables. Compare: two profiles named by `base_*` and `exp_*` parameters.
@@ -12,12 +12,14 @@ import threading
 
 from ..analysis import compare as compare_view
 from ..analysis import distributed as dist
+from ..analysis import rank_summary
 from ..loading import Loader
 from ..lru import LRU
-from . import api, params
+from . import params
+from .requests import _table_response, profile_from
 from .responses import ApiError, json_response
 
-_summaries = dist.SummaryStore()
+_summaries = rank_summary.SummaryStore()
 _run_results: LRU = LRU(16)
 _compare_results: LRU = LRU(64)
 _build_lock = threading.Lock()
@@ -99,7 +101,7 @@ def _collect(loader: Loader, args):
 
 def _summaries_for(loader: Loader, run, keys) -> list[dict]:
     # From a shared cache, every rank's summary in one batch of requests.
-    loader.cache.prefetch([k for *_, k in keys], "distributed", dist.SUMMARY_SUFFIX)
+    loader.cache.prefetch([k for *_, k in keys], "distributed", rank_summary.SUMMARY_SUFFIX)
     out = []
     for rank, worker, span, key in keys:
         def load(worker=worker, span=span):
@@ -148,8 +150,8 @@ def distributed_comm_ops(request, loader: Loader):
     summaries, _ = _run_data(loader, run, keys)
     df = _run_results.get_or_compute(("distributed-comm", run.name, keys, group_by),
                           lambda: dist.comm_table(summaries, by_rank=group_by == "rank"))
-    return api._table_response(request.args, df, "-total_us", "name",
-                               f"communication_by_{group_by}.csv")
+    return _table_response(request.args, df, "-total_us", "name",
+                           f"communication_by_{group_by}.csv")
 
 
 def distributed_links(request, loader: Loader):
@@ -157,13 +159,13 @@ def distributed_links(request, loader: Loader):
     summaries, _ = _run_data(loader, run, keys)
     df = _run_results.get_or_compute(("distributed-links", run.name, keys),
                           lambda: dist.links_table(summaries))
-    return api._table_response(request.args, df, "bandwidth_gbps", "link",
-                               "communication_links.csv")
+    return _table_response(request.args, df, "bandwidth_gbps", "link",
+                           "communication_links.csv")
 
 
 def _pair(loader: Loader, args):
-    base, bkey = api.profile_from(loader, args, prefix="base_")
-    exp, ekey = api.profile_from(loader, args, prefix="exp_")
+    base, bkey = profile_from(loader, args, prefix="base_")
+    exp, ekey = profile_from(loader, args, prefix="exp_")
     return base, bkey, exp, ekey
 
 
@@ -184,8 +186,8 @@ def compare_operators(request, loader: Loader):
                             "exp": compare_view.time_basis(exp)}}
     if presence != "all":
         df = df[df["presence"].astype(str).to_numpy() == presence]
-    return api._table_response(request.args, df, "-impact_us", "name",
-                               f"compare_operators_by_{group_by}.csv", extra)
+    return _table_response(request.args, df, "-impact_us", "name",
+                           f"compare_operators_by_{group_by}.csv", extra)
 
 
 def compare_kernels(request, loader: Loader):
@@ -197,8 +199,8 @@ def compare_kernels(request, loader: Loader):
     extra = {"summary": compare_view.summary_of(df)}
     if presence != "all":
         df = df[df["presence"].astype(str).to_numpy() == presence]
-    return api._table_response(request.args, df, "-impact_us", group_by,
-                               f"compare_kernels_by_{group_by}.csv", extra)
+    return _table_response(request.args, df, "-impact_us", group_by,
+                           f"compare_kernels_by_{group_by}.csv", extra)
 
 
 ROUTES = {

@@ -12,7 +12,7 @@ from ..analysis import op_types as op_types_view
 from ..analysis import tables
 from ..loading import Loader
 from . import params
-from .api import _results, _table_response, profile_from
+from .requests import _results, _table_response, profile_from
 from .responses import ApiError, csv_response, json_response
 
 # Columns of a counters row that stay at the top level of a JSON row (the ratios go to "pmu").

@@ -1,16 +1,21 @@
-"""Trace timeline routes: tracks, viewport, slice, search, summary (measure), counters.
+"""Trace timeline routes: tracks, viewport, slice, search, summary (measure), counters; and
+the download of the profile's trace file itself (`/trace/download`, the file as written).
 
 The timeline is served from the backend's index (`analysis/trace.py`), level of detail
 included, so the browser never holds the trace. Documented in docs/http_api.md.
 """
 from __future__ import annotations
 
+import os
+import re
+
+from .. import discovery, storage
 from ..analysis import trace as trace_view
 from ..analysis import trace_index as ti
 from ..loading import Loader
 from . import params
-from .api import _resolve, profile_from
-from .responses import ApiError, json_response
+from .requests import _resolve, profile_from
+from .responses import ApiError, file_response, json_response
 
 MAX_WIDTH_PX = 8000
 MAX_TRACKS_PARAM = 4096
@@ -125,6 +130,36 @@ def counters(request, loader: Loader):
     return json_response(idx.counters(t0, t1, width, _tracks(request.args)))
 
 
+TRACE_FILES = [re.compile(p) for p in (
+    r"^trace_view\.json(\.gz)?$", r"^msprof_\d+\.json$", r"^msprof_slice_\d+_\d+\.json$",
+    r"^msprof_[\d_]+\.json$", r".*\.pt\.trace\.json(\.gz)?$", r".*_trace\.json(\.gz)?$")]
+
+
+def trace_file(loader: Loader, args) -> str | None:
+    run_, worker, span = _resolve(loader, args)
+    src = worker.spans[span]
+    for rx in TRACE_FILES:
+        for f in src.files:
+            if rx.match(os.path.basename(f)):
+                return f
+    return None
+
+
+def trace_download(request, loader: Loader):
+    path = trace_file(loader, request.args)
+    if path is None or not os.path.isfile(path):
+        raise ApiError(404, "this profile has no trace file")
+    if not discovery.inside_logdir(path, loader.logdir):  # e.g. replaced by a symlink since
+        raise ApiError(404, "this profile's trace file is outside the logdir")
+    try:
+        storage.materialize(loader.logdir, [path])  # a remote logdir's object not fetched yet
+    except storage.StorageError as exc:
+        raise ApiError(502, str(exc)) from exc
+    name = os.path.basename(path)
+    ctype = "application/gzip" if name.endswith(".gz") else "application/json"
+    return file_response(request.environ, path, name, ctype)
+
+
 ROUTES = {
     "/trace/tracks": tracks,
     "/trace/viewport": viewport,
@@ -132,4 +167,5 @@ ROUTES = {
     "/trace/search": search,
     "/trace/summary": summary,
     "/trace/counters": counters,
+    "/trace/download": trace_download,
 }

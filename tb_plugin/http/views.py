@@ -20,8 +20,8 @@ from typing import Callable
 
 from ..discovery import Run
 from ..loading import Loader, SpanFacts
-from . import (api, api_advisor, api_data_pipeline, api_dispatch, api_distributed, api_kernels,
-               api_trace)
+from . import (api_advisor, api_data_pipeline, api_dispatch, api_distributed, api_kernels,
+               api_memory, api_operators, api_overview, api_trace)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +44,12 @@ class View:
 
 
 VIEWS: list[View] = [
-    View("overview", "Overview", api, tables=("steps",)),
+    View("overview", "Overview", api_overview, tables=("steps",)),
     # Every ready profile can be advised (a rule that lacks its input says why not).
     View("advisor", "Advisor", api_advisor, when_span=lambda facts: True),
-    View("operators", "Operators", api, tables=("operators",)),
+    View("operators", "Operators", api_operators, tables=("operators",)),
     View("kernels", "Kernels", api_kernels, tables=("kernels",)),
-    View("memory", "Memory", api,
+    View("memory", "Memory", api_memory,
          tables=("memory_records", "memory_allocations", "module_memory")),
     # A trace the views stage deferred has no slices yet, but will.
     View("trace", "Trace", api_trace, tables=("slices", "counters"),

@@ -15,7 +15,7 @@ import time
 import traceback
 
 from .. import storage
-from ..analysis import distributed
+from ..analysis import rank_summary
 from ..cache import ProfileCache
 from ..model import FileError, Profile, ProfileMeta, spilling
 from ..readers import SpanSource
@@ -54,7 +54,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
         profile.meta.load_seconds = round(time.time() - started, 3)
         cache.commit(key, work, profile)
     if summary is not None:
-        cache.write_derived("distributed", key, distributed.SUMMARY_SUFFIX, summary)
+        cache.write_derived("distributed", key, rank_summary.SUMMARY_SUFFIX, summary)
     del profile
     give_memory_back()
     return {"key": key, "cached": False}
@@ -67,7 +67,7 @@ def _rank_summary(profile: Profile, span: SpanSource) -> dict | None:
     if span.rank is None and profile.meta.rank is None:
         return None
     try:
-        return distributed.rank_summary(profile)
+        return rank_summary.rank_summary(profile)
     except Exception:
         log.error("rank summary failed for %s (it is made again on request)\n%s", span.root,
                   traceback.format_exc())

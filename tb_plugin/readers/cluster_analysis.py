@@ -2,7 +2,7 @@
 
 Discovery makes the directory a run with one worker `rank{N}` per rank the cluster tables
 name (span `cluster`); this reader fills, for `span.rank`, exactly the tables the
-per-rank summary of the distributed view is made from (`analysis.distributed.
+per-rank summary of the distributed view is made from (`analysis.rank_summary.
 rank_summary`), in the shapes the torch_npu reader gives them, so the distributed view of
 a cluster-analysis run and of the raw ranks it was computed from come out of the same code:
 

@@ -1,5 +1,6 @@
-"""The straggler vote over collectives (analysis.distributed, used by the advisor's straggler
-rule and the distributed view) on hand-written summaries and on the planted 4-rank fixture."""
+"""The straggler vote over collectives (analysis.distributed_findings, used by the advisor's
+straggler rule and the distributed view) on hand-written summaries and on the planted 4-rank
+fixture."""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,8 @@ import pytest
 from fixtures import generate as g
 from tb_plugin.advisor import thresholds as th
 from tb_plugin.advisor.engine import advise_ranks
-from tb_plugin.analysis import distributed as dist
+from tb_plugin.analysis import distributed_findings
+from tb_plugin.analysis import rank_summary
 from tests.tb_server import FIXTURES
 
 from .planted import read_all
@@ -37,7 +39,7 @@ def test_vote_names_the_rank_with_the_shortest_collectives():
         col += [["h", "hcom_broadcast__1", 10.0 if r == 2 else 90.0]] * (2 if r == 3 else 1)
         sums.append(summary(r, col))
     # Dixon: (99 - 50) / (102 - 50) = 0.94 > 0.821 (n = 5) for each of the 6 allreduces.
-    assert dist.straggler_votes(sums, th.load()) == ({4: 6}, 6)
+    assert distributed_findings.straggler_votes(sums, th.load()) == ({4: 6}, 6)
     res = advise_ranks(sums, th.load())
     (f,) = [x for x in res["findings"] if x["rule"] == "straggler"]
     assert f["rank"] == 4 and f["evidence"]["method"] == "vote" and f["evidence"]["votes"] == 6
@@ -48,7 +50,7 @@ def test_no_vote_for_jitter_and_fallback_to_computing_excess():
     sums = [summary(r, [["g", f"op{i}", 100.0 + ((r * 7 + i) % 5)] for i in range(4)],
                     computing=1300.0 if r == 1 else 1000.0, wait=1.0 if r == 1 else 30.0)
             for r in range(4)]
-    assert dist.straggler_votes(sums, th.load())[0] == {}
+    assert distributed_findings.straggler_votes(sums, th.load())[0] == {}
     res = advise_ranks(sums, th.load())
     (f,) = [x for x in res["findings"] if x["rule"] == "straggler"]
     assert f["rank"] == 1 and f["evidence"]["method"] == "excess"
@@ -68,10 +70,10 @@ def test_vote_on_the_generated_dist4_run():
     job = g.build_job(g.FIXTURES["torch_npu_dist4"])
     sums = []
     for span, p in read_all(os.path.join(FIXTURES, "torch_npu_dist4")):
-        s = dist.rank_summary(p)
+        s = rank_summary.rank_summary(p)
         sums.append({**s, "rank": span.rank, "worker": span.worker, "span": span.span})
     sums.sort(key=lambda s: s["rank"])
-    votes, compared = dist.straggler_votes(sums, th.load())
+    votes, compared = distributed_findings.straggler_votes(sums, th.load())
     assert compared == len(job.run(rank=0).comm_ops)
     assert set(votes) == {job.straggler_rank}
     res = advise_ranks(sums, th.load())

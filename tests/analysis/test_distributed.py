@@ -1,4 +1,5 @@
-"""analysis.distributed: per-rank summaries, GPU-derived breakdown, findings, paging.
+"""analysis.rank_summary and analysis.distributed: per-rank summaries, GPU-derived breakdown,
+findings (analysis.distributed_findings, through the whole-run view), paging.
 
 Expected values are written out by hand from small synthetic profiles.
 """
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tb_plugin.analysis import distributed as dist
+from tb_plugin.analysis import rank_summary
 from tb_plugin.model import Profile
 
 CATS = ["computing", "communication_not_overlapped", "overlapped", "free"]
@@ -38,16 +40,16 @@ def npu_rank(rank, compute_ns, wait_ns, link_bw=None, links=()):
 
 
 def test_op_type():
-    assert dist.op_type("hcom_allReduce__123_0_1") == "allReduce"
-    assert dist.op_type("hcom_broadcast_") == "broadcast"
-    assert dist.op_type("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "AllReduce"
-    assert dist.op_type("ncclKernel_AllGather_RING_LL_Sum_int8_t") == "AllGather"
+    assert rank_summary.op_type("hcom_allReduce__123_0_1") == "allReduce"
+    assert rank_summary.op_type("hcom_broadcast_") == "broadcast"
+    assert rank_summary.op_type("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "AllReduce"
+    assert rank_summary.op_type("ncclKernel_AllGather_RING_LL_Sum_int8_t") == "AllGather"
 
 
 def test_rank_summary_npu_uses_step_trace_breakdown_and_groups_ops():
-    s = dist.rank_summary(npu_rank(3, 6_000, 700,
-                                   links=[(4, 20.0, 2_000_000, False), (4, 99.0, 1, True),
-                                          (3, 5.0, 1000, True)]))
+    s = rank_summary.rank_summary(npu_rank(3, 6_000, 700,
+                                           links=[(4, 20.0, 2_000_000, False), (4, 99.0, 1, True),
+                                                  (3, 5.0, 1000, True)]))
     json.dumps(s, allow_nan=False)
     assert s["rank"] == 3
     assert s["steps"][0] == {"step": 1, "total_us": 10.0, "breakdown": {
@@ -69,7 +71,7 @@ def test_gpu_breakdown_from_kernels():
         "core_type": ["kernel", "kernel", "kernel", "gpu_memcpy"],
         "start_ns": [0, 30, 45, 80], "dur_ns": [40, 20, 25, 10],
         "step": pd.array([5, 5, 5, 5], dtype="Int64")}))
-    s = dist.rank_summary(p)
+    s = rank_summary.rank_summary(p)
     assert [x["step"] for x in s["steps"]] == [5] and s["steps"][0]["total_us"] == 0.1
     assert s["steps"][0]["breakdown"]["free"] == pytest.approx(0.03)
     assert s["steps"][0]["breakdown"]["computing"] == pytest.approx(0.05)
@@ -83,7 +85,7 @@ def test_gpu_breakdown_from_kernels():
 def _summaries(profiles):
     out = []
     for i, p in enumerate(profiles):
-        s = dist.rank_summary(p)
+        s = rank_summary.rank_summary(p)
         out.append({**s, "worker": f"rank{i}"})
     return out
 
@@ -145,7 +147,8 @@ def test_summary_store_writes_once(tmp_path):
         calls.append(1)
         return npu_rank(0, 6_000, 100)
 
-    store = dist.SummaryStore()
+    store = rank_summary.SummaryStore()
     a = store.get(str(tmp_path), "abcd" * 8, load)
-    b = dist.SummaryStore(8).get(str(tmp_path), "abcd" * 8, load)  # fresh memory: from disk
+    # fresh memory: from disk
+    b = rank_summary.SummaryStore(8).get(str(tmp_path), "abcd" * 8, load)
     assert a == b and len(calls) == 1

@@ -19,6 +19,8 @@ import pytest
 from fixtures import generate as g
 from tb_plugin.advisor import thresholds as th
 from tb_plugin.analysis import distributed as dist
+from tb_plugin.analysis import distributed_findings
+from tb_plugin.analysis import rank_summary
 from tests.advisor.planted import read_all
 from tests.tb_server import FIXTURES
 
@@ -94,12 +96,12 @@ def list_summary(rank, calls, steps=None):
 
 def as_document(s):
     """The v3 document of a list-form summary, through JSON as the cache stores it."""
-    doc = {**s, "collectives": dist.collectives_document(s["collectives"])}
+    doc = {**s, "collectives": rank_summary.collectives_document(s["collectives"])}
     return json.loads(json.dumps(doc))
 
 
 def as_memory(s):
-    return dist.in_memory(as_document(s))
+    return rank_summary.in_memory(as_document(s))
 
 
 def random_run(seed, n_ranks):
@@ -139,7 +141,7 @@ def test_vote_is_the_same_for_lists_documents_and_memory(seed, n_ranks):
     if n_ranks >= 5:
         assert want[1] > 0  # the case compares collectives
     for form in (lambda s: s, as_document, as_memory):
-        got = dist.straggler_votes([form(s) for s in sums], t)
+        got = distributed_findings.straggler_votes([form(s) for s in sums], t)
         assert got == want
         assert list(got[0]) == list(want[0])  # same order of first votes too
 
@@ -150,8 +152,8 @@ def test_vote_in_batches_of_pairs_is_the_same(batch, monkeypatch):
     sums = random_run(9, 24)
     want = reference_votes(sums, t["straggler_vote_gap_pct"], lambda s: s["collectives"])
     assert want[0]
-    monkeypatch.setattr(dist, "VOTE_BATCH_CALLS", batch)
-    got = dist.straggler_votes([as_memory(s) for s in sums], t)
+    monkeypatch.setattr(distributed_findings, "VOTE_BATCH_CALLS", batch)
+    got = distributed_findings.straggler_votes([as_memory(s) for s in sums], t)
     assert got == want and list(got[0]) == list(want[0])
 
 
@@ -162,7 +164,7 @@ def test_vote_ties_and_flat_collectives():
                              ["g", "flat", 50.0 if r == 6 else 100.0]]) for r in range(12)]
     want = reference_votes(sums, t["straggler_vote_gap_pct"], lambda s: s["collectives"])
     assert want == ({4: 1, 6: 1}, 2)
-    assert dist.straggler_votes([as_memory(s) for s in sums], t) == want
+    assert distributed_findings.straggler_votes([as_memory(s) for s in sums], t) == want
 
 
 def test_view_and_pages_are_the_same_for_lists_and_memory():
@@ -191,7 +193,7 @@ def test_memory_form_is_a_few_bytes_per_call_and_step():
     assert len(s["collectives"]) == 1000 and s["collectives"].nbytes() == 12 * 1000
     assert s["steps"].nbytes() == 50 * (8 + 8 + 8 * len(CATS))
     # The document keeps each distinct group once.
-    doc = dist.collectives_document(calls)
+    doc = rank_summary.collectives_document(calls)
     assert doc["groups"] == [group] and doc["group"] == [0] * 1000
     assert len(json.dumps(doc)) < len(json.dumps(calls)) * 0.6
 
@@ -201,7 +203,7 @@ def test_dist4_summaries_vote_like_their_tables(tmp_path):
     communication_ops table, voted the list way, equals the vote over stored summaries."""
     job = g.build_job(g.FIXTURES["torch_npu_dist4"])
     lists, mem = [], []
-    store = dist.SummaryStore(8)
+    store = rank_summary.SummaryStore(8)
     for i, (span, p) in enumerate(read_all(os.path.join(FIXTURES, "torch_npu_dist4"))):
         ops = p.table("communication_ops").sort_values("start_ns", kind="stable")
         calls = [[str(gr), str(n), int(e) / 1000.0] for gr, n, k, e in
@@ -214,11 +216,11 @@ def test_dist4_summaries_vote_like_their_tables(tmp_path):
     t = th.load()
     want = reference_votes(lists, t["straggler_vote_gap_pct"], lambda s: s["collectives"])
     assert set(want[0]) == {job.straggler_rank}
-    assert dist.straggler_votes(mem, t) == want
+    assert distributed_findings.straggler_votes(mem, t) == want
     # Read again from the documents the store wrote (fresh memory).
-    again = [{**dist.SummaryStore(8).get(str(tmp_path), f"{i:02d}" * 16, lambda: None),
+    again = [{**rank_summary.SummaryStore(8).get(str(tmp_path), f"{i:02d}" * 16, lambda: None),
               "rank": lists[j]["rank"]} for j, i in enumerate(order)]
-    assert dist.straggler_votes(again, t) == want
+    assert distributed_findings.straggler_votes(again, t) == want
 
 
 def test_v2_documents_are_not_read(tmp_path):
@@ -235,8 +237,8 @@ def test_v2_documents_are_not_read(tmp_path):
         made.append(1)
         return npu_rank(0, 6_000, 100)
 
-    s = dist.SummaryStore(8).get(str(tmp_path), key, load)
-    assert made == [1] and s["version"] == dist.SUMMARY_VERSION == 3
+    s = rank_summary.SummaryStore(8).get(str(tmp_path), key, load)
+    assert made == [1] and s["version"] == rank_summary.SUMMARY_VERSION == 3
     assert os.path.isfile(os.path.join(str(tmp_path), "distributed", key[:2],
                                        f"{key}.v3.json"))
 
@@ -257,11 +259,12 @@ def test_an_unreadable_document_is_made_again(tmp_path):
     from tests.analysis.test_distributed import npu_rank
 
     key = "ef" * 16
-    path = os.path.join(str(tmp_path), "distributed", key[:2], f"{key}{dist.SUMMARY_SUFFIX}")
+    path = os.path.join(str(tmp_path), "distributed", key[:2],
+                        f"{key}{rank_summary.SUMMARY_SUFFIX}")
     os.makedirs(os.path.dirname(path))
     with open(path, "wb") as fh:
         fh.write(b'{"version": 3, "steps": [tru')
-    s = dist.SummaryStore(8).get(str(tmp_path), key, lambda: npu_rank(0, 6_000, 100))
+    s = rank_summary.SummaryStore(8).get(str(tmp_path), key, lambda: npu_rank(0, 6_000, 100))
     assert s["rank"] == 0 and list(s["steps"])[1]["total_us"] == 12.0
     with open(path, encoding="utf-8") as fh:
         assert json.load(fh)["steps"][1]["total_us"] == 12.0

@@ -16,6 +16,7 @@ import pytest
 from fixtures import generate as g
 from tb_plugin import discovery as D
 from tb_plugin.analysis import distributed as dist
+from tb_plugin.analysis import rank_summary
 from tb_plugin.readers import read
 from tests.tb_server import FIXTURES
 
@@ -103,7 +104,7 @@ def test_db_tables_give_the_same_profiles_as_text(job_dir):
     db = _profiles(_discover(job_dir / "db")["cluster_analysis_output"])
     for rank in text:
         assert db[rank].errors == []
-        a, b = dist.rank_summary(text[rank]), dist.rank_summary(db[rank])
+        a, b = rank_summary.rank_summary(text[rank]), rank_summary.rank_summary(db[rank])
         assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
@@ -131,7 +132,7 @@ def test_summaries_equal_the_raw_ranks(job_dir):
     def view(profiles):
         out = []
         for rank in sorted(profiles):
-            s = dist.rank_summary(profiles[rank])
+            s = rank_summary.rank_summary(profiles[rank])
             out.append({**s, "rank": rank, "worker": f"rank{rank}"})
         return dist.run_view(out)
 

@@ -8,7 +8,7 @@ import shutil
 import time
 
 from tb_plugin import cache as cache_mod
-from tb_plugin.analysis import distributed as dist
+from tb_plugin.analysis import rank_summary
 from tb_plugin.http import api_distributed
 from tb_plugin.loading import Loader
 from tests.tb_server import FIXTURES
@@ -36,7 +36,7 @@ def test_each_rank_summary_is_in_the_cache_when_its_views_are_ready(tmp_path):
         states = loader.span_states(run.name)
         assert len(states) == 4 and all(st.state == "ready" for st in states)
         for st in states:
-            path = loader.cache.derived_path("distributed", st.key, dist.SUMMARY_SUFFIX)
+            path = loader.cache.derived_path("distributed", st.key, rank_summary.SUMMARY_SUFFIX)
             assert os.path.isfile(path)
         # The route's summaries come from those documents alone: opening a profile fails.
         ranked = api_distributed._rank_spans(loader, run, None, 0)
@@ -48,7 +48,7 @@ def test_each_rank_summary_is_in_the_cache_when_its_views_are_ready(tmp_path):
         assert opened == [] and len(got) == 4
         # ... and they equal summaries made now from the opened profiles.
         for s, st in zip(got, [x[3] for x in ranked]):
-            fresh = dist.rank_summary(real_profile_for(st))
+            fresh = rank_summary.rank_summary(real_profile_for(st))
             assert {k: v for k, v in s.items() if k not in ("worker", "span", "rank")} == \
                 {k: v for k, v in fresh.items() if k != "rank"}
     finally:

@@ -1,14 +1,14 @@
 """communication (GPU / kineto): communication not hidden behind computation above
 `communication_pct` of the step, torch-tb-profiler's rule. The time is the distributed view's
 `communication_not_overlapped` per step (NCCL / Gloo kernels outside the union of the other
-kernels, `analysis.distributed.step_breakdown`), so a trace whose collectives have no
+kernels, `analysis.rank_summary.step_breakdown`), so a trace whose collectives have no
 `nccl:*` host op still counts. Impact: that time per step.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...analysis import distributed as dist
+from ...analysis import rank_summary
 from ..core import NotApplicable, Rule
 
 ADVICE = ("Overlap communication with computation: DistributedDataParallel with a tuned "
@@ -18,7 +18,7 @@ ADVICE = ("Overlap communication with computation: DistributedDataParallel with 
 
 def check(ctx):
     ctx.require_gpu()
-    steps = [s for s in dist.step_breakdown(ctx.profile) if s["breakdown"]]
+    steps = [s for s in rank_summary.step_breakdown(ctx.profile) if s["breakdown"]]
     if not steps:
         raise NotApplicable("no steps with device kernels")
     comm = float(np.mean([s["breakdown"]["communication_not_overlapped"] for s in steps]))

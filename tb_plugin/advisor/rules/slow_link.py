@@ -1,10 +1,10 @@
 """slow_link (run level): a communication link well below the median bandwidth of its
-transport (`analysis.distributed.slow_link_findings`). Impact: the transfer time the link
-would save at the median bandwidth, per step.
+transport (`analysis.distributed_findings.slow_link_findings`). Impact: the transfer time the
+link would save at the median bandwidth, per step.
 """
 from __future__ import annotations
 
-from ...analysis import distributed as dist
+from ...analysis import distributed_findings
 from ..core import NotApplicable, Rule
 
 ADVICE = ("Check this link's hardware and configuration: the NIC / HCCS port and cable, "
@@ -16,7 +16,7 @@ def check(ctx):
     if len(ctx.links) == 0:
         raise NotApplicable("no communication matrix (communication_matrix.json)")
     out = []
-    for f in dist.slow_link_findings(ctx.links, ctx.t):
+    for f in distributed_findings.slow_link_findings(ctx.links, ctx.t):
         ev = f["evidence"]
         at_median_us = ev["size_mb"] / ev["median_bandwidth_gbps"] * 1000.0 \
             if ev["median_bandwidth_gbps"] > 0 else ev["time_us"]

@@ -1,11 +1,11 @@
 """straggler (run level): the rank the others wait for, from the distributed view's analysis
-(`analysis.distributed.straggler_findings`: the vote over collectives, else the computing
-time excess). Impact: what the other ranks wait for it per step (their median wait minus its
-own), else its computing excess per step.
+(`analysis.distributed_findings.straggler_findings`: the vote over collectives, else the
+computing time excess). Impact: what the other ranks wait for it per step (their median wait
+minus its own), else its computing excess per step.
 """
 from __future__ import annotations
 
-from ...analysis import distributed as dist
+from ...analysis import distributed_findings
 from ..core import NotApplicable, Rule
 
 ADVICE = ("Find out why this rank is slower: compare its kernels and host time with a fast rank "
@@ -18,7 +18,7 @@ def check(ctx):
         raise NotApplicable("needs at least two ranks")
     out = []
     by_rank = {s["rank"]: s for s in ctx.summaries}
-    for f in dist.straggler_findings(ctx.stats, ctx.summaries, ctx.t):
+    for f in distributed_findings.straggler_findings(ctx.stats, ctx.summaries, ctx.t):
         ev = f["evidence"]
         s = by_rank.get(f["rank"], {})
         impact = None

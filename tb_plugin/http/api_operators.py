@@ -1,0 +1,34 @@
+"""Routes of the operator view: statistics by name, or by name and input shapes
+(`/operators`), and one operator's call stacks (`/operators/stack`), from
+analysis/operators.py. Documented in docs/http_api.md.
+"""
+from __future__ import annotations
+
+from ..analysis import operators as operators_view
+from ..loading import Loader
+from . import params
+from .requests import _results, _table_response, profile_from
+from .responses import json_response
+
+
+def operators(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
+    df = _results.get_or_compute((key, "operators", group_by),
+                      lambda: operators_view.table(prof, group_by))
+    default = "-" + operators_view.default_sort(prof).lstrip("-")
+    return _table_response(request.args, df, default, "name", f"operators_by_{group_by}.csv")
+
+
+def operator_stack(request, loader: Loader):
+    prof, _ = profile_from(loader, request.args)
+    name = params.text(request.args, "name", required=True)
+    shapes = params.text(request.args, "input_shapes")
+    return json_response({"name": name, "input_shapes": shapes,
+                          "stacks": operators_view.stacks(prof, name, shapes)})
+
+
+ROUTES = {
+    "/operators": operators,
+    "/operators/stack": operator_stack,
+}

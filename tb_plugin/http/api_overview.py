@@ -1,0 +1,27 @@
+"""Routes of the overview: the step breakdown (`/steps`) and the key figures (`/summary`) of
+one profile, from analysis/overview.py. Documented in docs/http_api.md.
+"""
+from __future__ import annotations
+
+from ..analysis import overview as overview_view
+from ..loading import Loader
+from .requests import _results, profile_from
+from .responses import json_response
+
+
+def steps(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    data = _results.get_or_compute((key, "steps"), lambda: overview_view.steps(prof))
+    return json_response(data)
+
+
+def summary(request, loader: Loader):
+    prof, key = profile_from(loader, request.args)
+    data = _results.get_or_compute((key, "summary"), lambda: overview_view.summary(prof))
+    return json_response(data)
+
+
+ROUTES = {
+    "/summary": summary,
+    "/steps": steps,
+}
