@@ -400,6 +400,9 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(code, str):
             print(code, file=sys.stderr)
             code = 1
+    except KeyboardInterrupt:  # Ctrl+C: the readers were ended on the way out (run's finally)
+        print("\nnpu-profiler: interrupted", file=sys.stderr)
+        code = 130  # the shell's code for a command ended by SIGINT
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code if isinstance(code, int) else 0)

@@ -21,11 +21,11 @@ import atexit
 import concurrent.futures as cf
 import concurrent.futures.process  # noqa: F401 (makes cf.process available)
 import logging
-import multiprocessing
 import os
 import threading
 import weakref
 
+from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class ReaderPool:
             # Alone in a fresh process: a task that really kills its process cannot take
             # the others down with it again.
             ex = cf.ProcessPoolExecutor(max_workers=1,
-                                        mp_context=multiprocessing.get_context("spawn"),
+                                        mp_context=spawned_context(),
                                         initializer=exit_with_parent)
             with self._lock:
                 self._isolated.add(ex)
@@ -200,7 +200,7 @@ class ReaderPool:
         with self._lock:
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    max_workers=self.max_workers, mp_context=multiprocessing.get_context("spawn"),
+                    max_workers=self.max_workers, mp_context=spawned_context(),
                     initializer=exit_with_parent)
             return self._pool
 

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
 from . import trace_json as tj
 
@@ -154,7 +155,7 @@ def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "tj._Buil
     states: list[dict] = []
     try:
         with cf.ProcessPoolExecutor(len(ranges) - 1,
-                                    mp_context=multiprocessing.get_context("spawn"),
+                                    mp_context=spawned_context(),
                                     initializer=exit_with_parent) as ex:
             futures = [ex.submit(decode_range_job, mapped_path, lo, hi, b.extract_args or None,
                                  b.extract_for, os.path.join(work, f"args-{i}.arrow"),
