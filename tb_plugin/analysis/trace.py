@@ -596,7 +596,7 @@ def index_for(profile: Profile, key: str) -> TraceIndex:
 
 def args_reader(profile: Profile):
     """row -> args dict, from the args side file (or the in-memory table in tests)."""
-    from ..readers.trace_json import read_args
+    from ..readers.trace_args import read_args
     path = None
     if profile.directory and profile.meta.args_file:
         path = profile.local_file(os.path.join(profile.directory, profile.meta.args_file))

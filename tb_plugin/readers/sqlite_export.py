@@ -976,7 +976,7 @@ def read_timeline(ctx, source: DbSource) -> None:
 
 
 def _timeline(db: DbFile, ctx, device_id) -> None:
-    from .trace_json import assign_depth
+    from .trace_tables import assign_depth
 
     parts, flows_src = [], []
     track_rows: list[dict] = []

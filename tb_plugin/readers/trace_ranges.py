@@ -24,6 +24,9 @@ import numpy as np
 from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
 from . import trace_json as tj
+from .trace_args import _ArgsSink
+from .trace_builder import _Builder
+from .trace_chunks import _BOUNDARY, _Utf8Repairs, _map
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +89,7 @@ def split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple
     cuts = []
     p = pos
     while True:
-        m = (tj._BOUNDARY.search(mm, p + chunk_bytes, end) if p + chunk_bytes < end - 1
+        m = (_BOUNDARY.search(mm, p + chunk_bytes, end) if p + chunk_bytes < end - 1
              else None)
         if m is None:
             break
@@ -116,10 +119,10 @@ def split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple
 def decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_for,
                       args_path: str, chunk_bytes: int) -> dict:
     """Decode one range in a worker process; its builder's state, picklable."""
-    mm = tj._map(mapped_path)
+    mm = _map(mapped_path)
     try:
-        b = tj._Builder(tj._ArgsSink(args_path), extract_args, extract_for)
-        repairs = tj._Utf8Repairs()
+        b = _Builder(_ArgsSink(args_path), extract_args, extract_for)
+        repairs = _Utf8Repairs()
         err = tj._read_range(mm, lo, hi, b, chunk_bytes, repairs)
         b.sink.close()
         return builder_state(b, repairs, err)
@@ -127,7 +130,7 @@ def decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_f
         mm.close()
 
 
-def builder_state(b: "tj._Builder", repairs: tj._Utf8Repairs, err: str | None) -> dict:
+def builder_state(b: "_Builder", repairs: _Utf8Repairs, err: str | None) -> dict:
     return {
         "error": err, "repairs": repairs.sequences, "count": b.count, "args_rows": b.sink.rows,
         "tracks": b.tracks.values, "names": b.names.values, "cats": b.cats.values,
@@ -137,8 +140,8 @@ def builder_state(b: "tj._Builder", repairs: tj._Utf8Repairs, err: str | None) -
     }
 
 
-def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "tj._Builder",
-                   chunk_bytes: int, tmp_dir: str | None, repairs: tj._Utf8Repairs) -> int:
+def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "_Builder",
+                   chunk_bytes: int, tmp_dir: str | None, repairs: _Utf8Repairs) -> int:
     """Decode mm[pos:end] in up to k ranges into `b`; how many, or 0 (and `b` untouched)
     when it could not (no process could start, or a range is damaged: the caller reads the
     file in one process)."""
@@ -161,9 +164,9 @@ def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "tj._Buil
                                  b.extract_for, os.path.join(work, f"args-{i}.arrow"),
                                  chunk_bytes)
                        for i, (lo, hi) in enumerate(ranges[1:], 1)]
-            first = tj._Builder(tj._ArgsSink(os.path.join(work, "args-0.arrow")),
-                                b.extract_args or None, b.extract_for)
-            first_repairs = tj._Utf8Repairs()
+            first = _Builder(_ArgsSink(os.path.join(work, "args-0.arrow")),
+                             b.extract_args or None, b.extract_for)
+            first_repairs = _Utf8Repairs()
             err = tj._read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
                                  first_repairs)
             first.sink.close()
@@ -187,7 +190,7 @@ def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "tj._Buil
     return len(ranges)
 
 
-def merge_state(b: "tj._Builder", st: dict, args_file: str) -> None:
+def merge_state(b: "_Builder", st: dict, args_file: str) -> None:
     """Append one range's parts to `b`, in order: codes remapped, args rows offset."""
     track_map = b.tracks.codes(st["tracks"]) if st["tracks"] else np.zeros(0, np.int32)
     name_map = b.names.codes(st["names"]) if st["names"] else np.zeros(0, np.int32)

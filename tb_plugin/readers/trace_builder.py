@@ -1,0 +1,429 @@
+"""Decoded trace events -> column parts, chunk by chunk (`_Builder`).
+
+What it holds: `_Builder`, which takes each chunk's `_Event` structs (from `trace_chunks`)
+and appends that chunk's columns: events grouped by phase kind (`_phase_kinds`); (pid, tid)
+pairs, names and categories interned to dense codes shared by all chunks (`_Interner`);
+raw `ts` / `dur` parsed to exact int64 ns (`_raw_us_to_ns`); raw values as Arrow arrays
+(`_raw_array`) and extracted args decoded once per distinct text, integer ids in Arrow
+(`_raw_values`, `_json_ints`); flow ids as text (`_flow_ids`); each part closed by
+`_finish_part`. The helpers the end-of-file step shares (`_key`, `_text`, the flow phase
+codes) are here too.
+
+Why it is separate: this is the per-event hot path, and it neither reads the file's bytes
+(`trace_chunks` does) nor makes the final tables (`trace_tables` does, once all chunks are
+in). A builder's state is plain arrays and lists, so `trace_ranges` fills builders in other
+processes and merges them into the caller's.
+"""
+from __future__ import annotations
+
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .tolerant import us_spans_to_ns, us_text_to_ns
+
+if TYPE_CHECKING:
+    from .trace_args import _ArgsSink
+    from .trace_chunks import _Event
+
+_ANY = msgspec.json.Decoder()
+
+
+def _key(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+class _Interner:
+    """Values -> dense int codes, shared by all chunks (cheap columns, one category list)."""
+
+    def __init__(self):
+        self.table: dict = {}
+        self.values: list = []
+
+    def codes(self, values) -> np.ndarray:
+        get = self.table.get
+        n = len(values)
+        try:  # C-level lookups; -1 where a value is new
+            codes = np.fromiter(map(get, values, repeat(-1)), np.int32, n)
+        except TypeError:  # an unhashable value (a list as a name, a dict as a pid)
+            values = [_hashable(v) for v in values]
+            codes = np.fromiter(map(get, values, repeat(-1)), np.int32, n)
+        new = np.flatnonzero(codes == -1)
+        if len(new):  # Python only for the values not seen before (and their repeats)
+            table = self.table
+            for i in new.tolist():
+                v = values[i]
+                c = table.get(v)
+                if c is None:
+                    c = table[v] = len(self.values)
+                    self.values.append(v)
+                codes[i] = c
+        return codes
+
+    def finalize(self, normalize) -> tuple[list, np.ndarray]:
+        """(unique normalized values, remap from code to index in them)."""
+        uniq: dict = {}
+        remap = np.empty(len(self.values), dtype=np.int32)
+        for i, v in enumerate(self.values):
+            k = normalize(v)
+            j = uniq.get(k)
+            if j is None:
+                j = uniq[k] = len(uniq)
+            remap[i] = j
+        return list(uniq), remap
+
+
+def _hashable(v):
+    """`v`, or its text where it (or a member of a (pid, tid) pair) cannot be a dict key."""
+    if isinstance(v, tuple):
+        return tuple(_hashable(x) for x in v)
+    return v if isinstance(v, (str, int, float)) or v is None else _key(v)
+
+
+def _cat_text(v) -> str:
+    """A category as the filters of extracted args see it (the text of a string, else "")."""
+    return v if isinstance(v, str) else ""
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else _key(v)
+
+
+class _Builder:
+    def __init__(self, sink: _ArgsSink, extract_args, extract_for):
+        self.sink = sink
+        self.tracks = _Interner()   # (pid, tid) as written
+        self.names = _Interner()
+        self.cats = _Interner()
+        self.meta_events: list[tuple[str, str, str, Any]] = []
+        self.extract_args = extract_args or {}
+        self.extract_for = extract_for
+        # Extracted args whose values were all JSON integers in a chunk (ids: correlation,
+        # External id, stream: distinct on nearly every event): decoded to Python values by
+        # msgspec from the next chunk on, since decoding them once per distinct text is one
+        # decode per event anyway. The others stay raw (`_raw_values`).
+        self._typed_args: frozenset = frozenset()
+        # Extracted args that held a value other than an integer: not tried as integers again.
+        self._untyped_args: set = set()
+        if self.extract_args:
+            self._args_decoders()
+        self.x_parts: list[pd.DataFrame] = []
+        self.i_parts: list[pd.DataFrame] = []
+        self.flow_parts: list[pd.DataFrame] = []
+        self.counter_rows: list[tuple] = []
+        self.be_events: list[tuple] = []
+        self.count = 0
+        self.decode_ranges = 1
+
+    def _args_decoders(self) -> None:
+        """The struct the extracted args of a chunk decode into: a field of `_typed_args`
+        as its Python value (None where absent), the others as raw JSON text, so that an
+        input shape or call stack repeated on every call is decoded once per chunk."""
+        fields = [(f"f{i}", Any, None) if i in self._typed_args
+                  else (f"f{i}", msgspec.Raw, msgspec.Raw())
+                  for i in range(len(self.extract_args))]
+        rename = {f"f{i}": key for i, key in enumerate(self.extract_args.values())}
+        self._args_type = msgspec.defstruct("_Args", fields, rename=rename, gc=False)
+        self._args_dec = msgspec.json.Decoder(self._args_type)
+        self._args_list_dec = msgspec.json.Decoder(list[self._args_type])
+
+    def track(self, pid, tid) -> int:
+        return int(self.tracks.codes([(pid, tid)])[0])
+
+    def _track_codes(self, pids: list, tids: list) -> np.ndarray:
+        """(pid, tid) codes: integer ids (the usual case) are paired as numbers, so only each
+        chunk's distinct pairs are interned; anything else goes pair by pair."""
+        p, t = np.array(pids), np.array(tids)
+        if p.dtype == np.int64 and t.dtype == np.int64 and len(p) and p.min() >= 0 \
+                and t.min() >= 0 and p.max() < 2 ** 31 and t.max() < 2 ** 31:
+            inverse, uniq = pd.factorize((p << 32) | t)
+            codes = self.tracks.codes([(k >> 32, k & 0xFFFFFFFF) for k in uniq.tolist()])
+            return codes[inverse]
+        return self.tracks.codes(list(zip(pids, tids)))
+
+    def _extract(self, evs: list[_Event], raws: list, lens: np.ndarray, part: dict,
+                 ph: str | None) -> None:
+        names = list(self.extract_args)
+        n = len(raws)
+        want = lens > 0
+        if self.extract_for is not None:
+            # The filter is a function of (ph, cat): asked once per distinct pair of the
+            # chunk (categories by their interned code).
+            ph_codes, phs = ((0, [ph]) if ph is not None
+                             else pd.factorize(np.array([e.ph for e in evs], object)))
+            width = len(self.cats.values)
+            pairs, inverse = np.unique(ph_codes * width + part["cat"], return_inverse=True)
+            verdict = np.array([bool(self.extract_for(phs[k // width],
+                                                      _cat_text(self.cats.values[k % width])))
+                                for k in pairs.tolist()], bool)
+            want &= verdict[inverse.reshape(-1)]
+        cols = [np.full(n, None, object) for _ in names]
+        rows = np.flatnonzero(want)
+        if len(rows):
+            chosen = _pick(raws, rows)
+            try:  # one decode for the chunk's args; one bad args object: each on its own
+                decoded = self._args_list_dec.decode(b"[" + b",".join(chosen) + b"]")
+                ok_rows = rows
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                decoded, keep = [], []
+                for i, raw in zip(rows.tolist(), chosen):
+                    try:
+                        decoded.append(self._args_dec.decode(raw))
+                        keep.append(i)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        pass
+                ok_rows = np.asarray(keep, np.int64)
+            if len(ok_rows):
+                ints = set()
+                for j, col in enumerate(cols):
+                    values = list(map(attrgetter(f"f{j}"), decoded))
+                    if j in self._typed_args:
+                        got = np.fromiter(values, object, len(values))
+                    else:
+                        got, kind = _raw_values_kind(values, j not in self._untyped_args)
+                        if kind == "ints":  # typed from the next chunk on
+                            ints.add(j)
+                        elif kind == "other":
+                            self._untyped_args.add(j)
+                    if len(ok_rows) == n:
+                        cols[j] = got
+                    else:
+                        col[ok_rows] = got
+                if ints:
+                    self._typed_args |= ints
+                    self._args_decoders()
+        for name, col in zip(names, cols):
+            part[name] = col  # an object array: joined by np.concatenate, no list per value
+
+    def _common(self, evs: list[_Event]) -> dict:
+        # One list per field (a comprehension each: ~70 ns per event and field, the cheapest
+        # way to take attributes of structs), then the work is per column in C.
+        return {
+            "track_id": self._track_codes([e.pid for e in evs], [e.tid for e in evs]),
+            "ts": _raw_us_to_ns([e.ts for e in evs]),
+            "name": self.names.codes([e.name for e in evs]),
+            "cat": self.cats.codes([e.cat for e in evs]),
+        }
+
+    def add(self, evs: list[_Event]) -> None:
+        n = len(evs)
+        self.count += n
+        if not n:
+            return
+        phs = [e.ph for e in evs]
+        kinds = _phase_kinds(phs)
+        present = np.unique(kinds).tolist()
+
+        def group(kind, values: list = evs) -> list:
+            """The items of `values` (the events, or a per-event list) of events of `kind`."""
+            if kind not in present:
+                return []
+            return values if len(present) == 1 else _pick(values, np.flatnonzero(kinds == kind))
+
+        for e in group(_META):
+            self.meta_events.append((e.name, _key(e.pid), _key(e.tid), e.args))
+        for e in group(_BEGIN_END):
+            self.be_events.append((e.ph, self.track(e.pid, e.tid), bytes(e.ts), e.name,
+                                   e.cat, bytes(e.args) if e.args else b""))
+        counters = group(_COUNTER)
+        if counters:
+            self._counters(counters)
+        xs = group(_SLICE)
+        if xs:
+            part = self._common(xs)
+            part["dur_ns"] = np.maximum(_raw_us_to_ns([e.dur for e in xs]), 0)
+            self._args(xs, part, "X")
+            self.x_parts.append(_finish_part(part))
+        inst = group(_INSTANT)
+        if inst:
+            part = self._common(inst)
+            part["scope"] = [e.s if isinstance(e.s, str) else "" for e in inst]
+            self._args(inst, part)
+            self.i_parts.append(_finish_part(part, has_dur=False))
+        flows = group(_FLOW)
+        if flows:
+            part = self._common(flows)
+            part["flow_id"] = _flow_ids([e.id for e in flows], [e.id2 for e in flows])
+            # s / f / t as int8 codes (a category of present values at the end)
+            part["phase"] = np.fromiter(map(_FLOW_PHASES.index, group(_FLOW, phs)), np.int8,
+                                        len(flows))
+            self.flow_parts.append(_finish_part(part, has_dur=False))
+
+    def _args(self, evs: list[_Event], part: dict, ph: str | None = None) -> None:
+        """The args side file rows, and the extracted args columns (`ph`: the phase of every
+        event of `evs`, when they share one)."""
+        raws = [e.args for e in evs]
+        lens = np.fromiter(map(len, raws), np.int64, len(raws))
+        part["args_row"] = self.sink.add_raw(raws, lens)
+        if self.extract_args:
+            self._extract(evs, raws, lens, part, ph)
+
+    def _counters(self, evs: list[_Event]) -> None:
+        tracks = self.tracks.codes([(e.pid, e.tid) for e in evs])
+        rows = self.counter_rows
+        for e, t in zip(evs, tracks.tolist()):
+            try:
+                a = _ANY.decode(e.args) if e.args else {}
+            except msgspec.DecodeError:
+                continue
+            if not isinstance(a, dict):
+                continue
+            name = _text(e.name)
+            ts = bytes(e.ts)
+            for k, v in a.items():
+                if isinstance(v, bool):
+                    continue
+                if isinstance(v, str):
+                    try:
+                        v = float(v)
+                    except ValueError:
+                        continue
+                if isinstance(v, (int, float)):
+                    rows.append((t, ts, f"{name}/{k}" if k else name, float(v)))
+
+
+# What an event's phase makes of it (Trace Event Format): one code per kind of row.
+_OTHER, _SLICE, _META, _FLOW, _COUNTER, _INSTANT, _BEGIN_END = range(7)
+_PHASE_KIND = {"X": _SLICE, "M": _META, "s": _FLOW, "f": _FLOW, "t": _FLOW, "C": _COUNTER,
+               "i": _INSTANT, "I": _INSTANT, "n": _INSTANT, "R": _INSTANT,
+               "B": _BEGIN_END, "E": _BEGIN_END}
+
+
+_FLOW_PHASES = ("s", "f", "t")  # the phases of kind _FLOW
+
+
+def _flow_phase_column(codes: np.ndarray) -> pd.Categorical:
+    """Flow phase codes (`_FLOW_PHASES`) -> the Categorical of the phases present, as pandas
+    infers it from the texts (sorted categories)."""
+    present = sorted(_FLOW_PHASES[c] for c in np.unique(codes).tolist())
+    categories = pd.Categorical(present).categories
+    lut = np.full(len(_FLOW_PHASES), -1, np.int8)
+    lut[[_FLOW_PHASES.index(p) for p in present]] = np.arange(len(present), dtype=np.int8)
+    return pd.Categorical.from_codes(lut[codes], categories=categories)
+
+
+def _phase_kinds(phs: list) -> np.ndarray:
+    """Kind code per event (C-level dict lookups)."""
+    try:
+        return np.fromiter(map(_PHASE_KIND.get, phs, repeat(_OTHER)), np.int8, len(phs))
+    except TypeError:  # an unhashable phase: not an event we use
+        return np.array([_PHASE_KIND.get(p, _OTHER) if isinstance(p, str) else _OTHER
+                         for p in phs], np.int8)
+
+
+def _raw_array(raws: list, type_: pa.DataType, lens: np.ndarray | None = None) -> pa.Array:
+    """Raw JSON values of one chunk as one Arrow string/binary array over one joined buffer
+    (no Python object per value); an absent value (empty Raw) is a null. A chunk is a few
+    MB, so 32-bit offsets hold it. `lens`: the values' lengths, when known."""
+    n = len(raws)
+    if lens is None:
+        lens = np.fromiter(map(len, raws), np.int64, n)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
+                                            pa.py_buffer(b"".join(raws))])
+
+
+def _raw_values(raws: list) -> np.ndarray:
+    """Raw JSON values -> Python values (None where absent), as an object array: each
+    distinct text is decoded once (Arrow hashes the texts)."""
+    return _raw_values_kind(raws)[0]
+
+
+def _raw_values_kind(raws: list, try_ints: bool = True) -> tuple[np.ndarray, str]:
+    """`_raw_values`, and what the values were: "absent" (all), "ints" (every present one
+    a JSON integer; not tried unless `try_ints`) or "other"."""
+    out = np.full(len(raws), None, object)
+    texts = _raw_array(raws, pa.binary())
+    if texts.null_count == len(raws):
+        return out, "absent"
+    ints = _json_ints(texts) if try_ints else None
+    if ints is not None:
+        return ints, "ints"
+    encoded = texts.dictionary_encode()
+    texts = encoded.dictionary.to_pylist()
+    lut = np.full(len(texts) + 1, None, object)  # the last: absent
+    for i, text in enumerate(texts):
+        try:
+            lut[i] = _ANY.decode(text)  # item by item: a list value stays one object
+        except (msgspec.DecodeError, RecursionError):
+            pass
+    return lut[encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)], "other"
+
+
+def _json_ints(texts: pa.Array) -> np.ndarray | None:
+    """The values of `texts` (raw JSON, nulls where absent) as an object array, when every
+    present one is a JSON integer that fits 64 bits (ids: correlation, External id, stream,
+    device: distinct on nearly every event, so decoding each distinct text would be one
+    decode per event); parsed by Arrow's cast in C. None when any is something else."""
+    try:
+        nums = pc.cast(texts.cast(pa.string()), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    out = nums.fill_null(0).to_numpy().astype(object)
+    if nums.null_count:
+        out[nums.is_null().to_numpy(zero_copy_only=False)] = None
+    return out
+
+
+def _raw_us_to_ns(raws: list) -> np.ndarray:
+    """Raw `ts` / `dur` values (JSON numbers or strings of µs) to int64 ns, exactly.
+
+    msgspec writes the list as one JSON array in C; a time holds no comma, so the commas
+    are the boundaries (a value with a comma in it, junk, takes the slower way)."""
+    enc = np.frombuffer(msgspec.json.encode(raws), np.uint8)
+    commas = np.flatnonzero(enc == 44)
+    if len(commas) == len(raws) - 1:
+        bounds = np.empty(len(raws) + 1, np.int64)
+        bounds[0], bounds[-1] = 0, len(enc) - 1
+        bounds[1:-1] = commas
+        return us_spans_to_ns(enc, bounds[:-1] + 1, bounds[1:])
+    return us_text_to_ns(_raw_array(raws, pa.binary()))
+
+
+def _pick(values: list, rows: np.ndarray) -> list:
+    """The items of `values` at `rows`, in C."""
+    if len(rows) == 1:
+        return [values[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(values)) if len(rows) else []
+
+
+def _flow_ids(id1: list, id2: list) -> pa.Array:
+    """Flow ids as text (`id`, else `id2`): integer ids convert in Arrow, others one by one."""
+    ids = id1 if None not in id1 else [a if a is not None else b for a, b in zip(id1, id2)]
+    types = set(map(type, ids))
+    if types == {int}:
+        try:
+            return pa.array(ids, pa.int64()).cast(pa.string())
+        except (pa.ArrowInvalid, OverflowError):
+            pass
+    elif types <= {int, str}:  # ints and strings print as themselves
+        return pa.array(list(map(str, ids)), pa.string())
+    return pa.array([_key(v) for v in ids], pa.string())
+
+
+def _finish_part(part: dict, has_dur: bool = True) -> dict:
+    """One chunk's columns: numpy arrays; flow ids as an Arrow string array (not millions of
+    Python strings); phase/scope and extracted args stay lists until the end."""
+    n = len(part["ts"])
+    first_row = part.pop("args_row", None)
+    out = {}
+    for k, v in part.items():
+        if k == "ts":
+            out["start_ns" if has_dur else "ts_ns"] = v
+        else:
+            out[k] = v
+    if first_row is not None:
+        out["args_row"] = np.arange(first_row, first_row + n, dtype=np.int64)
+    return out
