@@ -44,12 +44,7 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
                                                 f"could not read this profile: {exc!r}"))
                 log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
             give_memory_back(collect=False)
-            try:
-                derive.complete(profile)
-            except Exception as exc:
-                profile.errors.append(FileError(span.rel(span.root),
-                                                f"analysis failed: {exc!r}"))
-                log.error("derive failed for %s\n%s", span.root, traceback.format_exc())
+            _derive(derive.complete, profile, span, "analysis failed", "derive")
         summary = _rank_summary(profile, span)
         profile.meta.load_seconds = round(time.time() - started, 3)
         cache.commit(key, work, profile)
@@ -58,6 +53,16 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     del profile
     give_memory_back()
     return {"key": key, "cached": False}
+
+
+def _derive(step, profile: Profile, span: SpanSource, error: str, what: str) -> None:
+    """Run a load-time derivation on the profile; a failure becomes one file error of the
+    profile (what was read is still stored) and a log line with the traceback."""
+    try:
+        step(profile)
+    except Exception as exc:
+        profile.errors.append(FileError(span.rel(span.root), f"{error}: {exc!r}"))
+        log.error("%s failed for %s\n%s", what, span.root, traceback.format_exc())
 
 
 def _rank_summary(profile: Profile, span: SpanSource) -> dict | None:
@@ -113,12 +118,7 @@ def _build_trace(span: SpanSource, cache: ProfileCache, key: str, profile: Profi
                 if part.meta.args_file:
                     profile.meta.args_file = part.meta.args_file
             give_memory_back(collect=False)
-        try:
-            derive.complete_trace(profile)
-        except Exception as exc:
-            profile.errors.append(FileError(span.rel(span.root),
-                                            f"timeline index failed: {exc!r}"))
-            log.error("trace index failed for %s\n%s", span.root, traceback.format_exc())
+        _derive(derive.complete_trace, profile, span, "timeline index failed", "trace index")
     profile.meta.trace_ready = True
     profile.meta.trace_seconds = round(time.time() - started, 3)
     cache.update(key, profile)
