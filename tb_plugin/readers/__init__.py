@@ -16,7 +16,9 @@ Contract: `read(span: SpanSource, work_dir: str | None) -> Profile`.
   (step breakdowns computed from events, operator device time from kernels) belong to
   `tb_plugin.analysis.derive`, which runs after the reader.
 - Shared parsing lives in `trace_json` (Chrome-trace JSON -> tracks/slices/flows/counters),
-  `tolerant` (CSV quirks, exact timestamp parsing) and `columns` (CSV header variants).
+  `tolerant` (CSV / JSON files and their quirks), `text_cells` (checks and cleanups of text
+  cells), `us_text` (numbers given as text: exact timestamp parsing) and `columns` (CSV
+  header variants).
 
 A new reader is one module here plus one line in `READERS`.
 """

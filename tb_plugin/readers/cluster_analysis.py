@@ -44,7 +44,7 @@ from . import columns as C
 from .context import ReadContext, run_steps
 from .torch_npu import _COMM_TIME_KEYS, _DIALECTS, _convert, _f, _ms_ns, _op_kind, \
     _transit_size
-from .tolerant import us_text_to_ns
+from .us_text import us_text_to_ns
 
 STEP_CSV = "cluster_step_trace_time.csv"
 COMM_JSON = "cluster_communication.json"

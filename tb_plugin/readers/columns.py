@@ -561,7 +561,7 @@ def read_pmu(df: pd.DataFrame) -> tuple[dict, dict[str, int], set[str]]:
 
     Returns ({column: float64 array}, {column: cells without a number (N/A or empty)},
     the headers used). A counter whose cells are all N/A is still a column (all NaN)."""
-    from .tolerant import to_float  # readers' number parsing; columns stays import-light
+    from .us_text import to_float  # readers' number parsing; columns stays import-light
 
     cols: dict = {}
     na: dict[str, int] = {}

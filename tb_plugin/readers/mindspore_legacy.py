@@ -41,7 +41,7 @@ from . import SpanSource
 from . import columns as C
 from . import minddata
 from .context import ReadContext, read_trace, run_steps
-from .tolerant import us_text_to_ns
+from .us_text import us_text_to_ns
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10

@@ -78,7 +78,7 @@ from . import columns as C
 from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
-from .tolerant import to_float, us_columns_to_ns, us_text_to_ns
+from .us_text import to_float, us_columns_to_ns, us_text_to_ns
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
 _SLICE = re.compile(r"_slice_(\d+)")

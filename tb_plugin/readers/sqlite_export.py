@@ -54,7 +54,7 @@ import pyarrow as pa
 
 from . import columns as C
 from . import db_columns as D
-from .tolerant import us_text_to_ns
+from .us_text import us_text_to_ns
 
 BATCH_ROWS = 65536
 BUSY_TIMEOUT_S = 0.2

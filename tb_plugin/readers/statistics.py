@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from . import columns as C
-from .tolerant import to_float, us_text_to_ns
+from .us_text import to_float, us_text_to_ns
 
 
 def _ns(df: pd.DataFrame, c: dict, key: str) -> np.ndarray:

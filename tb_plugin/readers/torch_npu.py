@@ -61,8 +61,8 @@ from . import sqlite_export
 from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .msprof import set_core_counts
-from .tolerant import cells_contain, cells_end_with, cells_start_with, may_need_trim, to_float, \
-    to_int64, us_columns_to_ns, us_text_to_ns
+from .text_cells import cells_contain, cells_end_with, cells_start_with, may_need_trim
+from .us_text import to_float, to_int64, us_columns_to_ns, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 

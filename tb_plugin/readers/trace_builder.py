@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .tolerant import us_spans_to_ns, us_text_to_ns
+from .us_text import us_spans_to_ns, us_text_to_ns
 
 if TYPE_CHECKING:
     from .trace_args import _ArgsSink

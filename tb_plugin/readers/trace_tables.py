@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .tolerant import us_text_to_ns
 from .trace_builder import _ANY, _flow_phase_column, _key, _text
+from .us_text import us_text_to_ns
 
 if TYPE_CHECKING:
     from .trace_builder import _Builder

@@ -1,4 +1,4 @@
-"""The CSV reader's text-cell shortcuts (readers/tolerant.py) against independent references.
+"""The CSV reader's text-cell shortcuts (readers/text_cells.py) against independent references.
 
 - `has_padded_cells` (first / last byte of each cell) against RE2's `^\\s|\\s$` as Arrow runs
   it and against a plain Python rule (RE2's `\\s` is `[\\t\\n\\f\\r ]`);
@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from tb_plugin.readers import tolerant
-from tb_plugin.readers.tolerant import NULL_TOKENS, has_padded_cells, read_csv
+from tb_plugin.readers import text_cells
+from tb_plugin.readers.text_cells import NULL_TOKENS, has_padded_cells
+from tb_plugin.readers.tolerant import read_csv
 
 RE2_SPACE = "\t\n\f\r "  # RE2's \s (re2/syntax: "whitespace (== [\t\n\f\r ])")
 UNICODE_SPACES = ["\u00a0", "\u0085", "\u1680", "\u2003", "\u2028", "\u202f", "\u3000"]
@@ -125,16 +126,16 @@ CLEAN_CASES = CASES + [
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
 def test_clean_text_as_strip_and_null_tokens(cells, typ):
     col = pa.chunked_array([pa.array(cells, typ)], typ)
-    assert tolerant._clean_text(col).to_pylist() == clean_reference(cells)
+    assert text_cells._clean_text(col).to_pylist() == clean_reference(cells)
 
 
 def test_clean_text_of_sliced_chunks():
     cells = ["a", " b", "N/A ", "c", None, "d\t"]
     arr = pa.array(cells)
     col = pa.chunked_array([arr.slice(0, 2), arr.slice(2, 4)])
-    assert tolerant._clean_text(col).to_pylist() == clean_reference(cells)
+    assert text_cells._clean_text(col).to_pylist() == clean_reference(cells)
     col = pa.chunked_array([arr.slice(3, 2)])
-    assert tolerant._clean_text(col).to_pylist() == ["c", None]
+    assert text_cells._clean_text(col).to_pylist() == ["c", None]
 
 
 def skip_reference(cells) -> tuple[list, int]:
@@ -174,7 +175,7 @@ SKIP_CASES = [
 @pytest.mark.parametrize("cells", SKIP_CASES)
 def test_skip_non_numbers_as_the_whole_column_cast(cells):
     table = pa.table({"c": pa.array(cells, pa.string())})
-    out, gaps = tolerant._skip_non_numbers(table)
+    out, gaps = text_cells._skip_non_numbers(table)
     want, n_bad = skip_reference(cells)
     assert out.column("c").to_pylist() == want
     assert gaps == ({"c": n_bad} if n_bad else {})
@@ -187,11 +188,11 @@ def test_finite_shortcut_is_never_wrong():
         cells = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 6)))
                  for _ in range(rng.randrange(1, 5))]
         col = pa.array(cells, pa.string())
-        if tolerant._no_cell_is_non_finite(col):
+        if text_cells._no_cell_is_non_finite(col):
             assert skip_reference(cells)[1] == 0, cells
-    assert tolerant._no_cell_is_non_finite(pa.array(["1.25", "-3", None, "+0.5"]))
-    assert not tolerant._no_cell_is_non_finite(pa.array(["1.25", "inf"]))
-    assert not tolerant._no_cell_is_non_finite(pa.array(["9" * 400]))
+    assert text_cells._no_cell_is_non_finite(pa.array(["1.25", "-3", None, "+0.5"]))
+    assert not text_cells._no_cell_is_non_finite(pa.array(["1.25", "inf"]))
+    assert not text_cells._no_cell_is_non_finite(pa.array(["9" * 400]))
 
 
 def test_read_csv_text_cells_as_the_csv_module(tmp_path):
@@ -227,10 +228,10 @@ def test_may_need_trim_never_misses_a_trimmed_character():
             assert t == cell.strip()
         stripped = [c for c, t in zip(cells, trimmed) if t != c]
         assert len(stripped) == 29  # the 29 whitespace characters of Python and Arrow
-        assert all(tolerant.may_need_trim(pa.array([c])) for c in stripped)
+        assert all(text_cells.may_need_trim(pa.array([c])) for c in stripped)
     kept = ["abc", "中", "a b", "", None, "x\u00a0y"]  # (a last byte like é's A9: "maybe")
-    assert not tolerant.may_need_trim(pa.array(kept))
-    assert tolerant.may_need_trim(pa.array(kept + ["a "]))
+    assert not text_cells.may_need_trim(pa.array(kept))
+    assert text_cells.may_need_trim(pa.array(kept + ["a "]))
 
 
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
@@ -245,14 +246,14 @@ def test_cell_boundaries_and_bytes_as_python(typ):
         lo = rng.randrange(0, len(cells))
         part, part_cells = arr.slice(lo), cells[lo:]
         present = [c for c in part_cells if c]
-        assert tolerant.cells_start_with(part, b"1;") is any(c[0] in "1;" for c in present)
-        assert tolerant.cells_end_with(part, b";\n") is any(c[-1] in ";\n" for c in present)
+        assert text_cells.cells_start_with(part, b"1;") is any(c[0] in "1;" for c in present)
+        assert text_cells.cells_end_with(part, b";\n") is any(c[-1] in ";\n" for c in present)
         if any("\n" in c or "\r" in c for c in present):  # may say "maybe" otherwise
-            assert tolerant.cells_contain(part, b"\r\n")
-    assert not tolerant.cells_contain(pa.array(["a;b", None, ""]), b"\r\n")
+            assert text_cells.cells_contain(part, b"\r\n")
+    assert not text_cells.cells_contain(pa.array(["a;b", None, ""]), b"\r\n")
     series = __import__("pandas").Series(["NPU:0", "3", None], dtype="string")
-    assert tolerant.cells_start_with(series, b"0123456789")
-    assert not tolerant.cells_start_with(series[:1], b"0123456789")
+    assert text_cells.cells_start_with(series, b"0123456789")
+    assert not text_cells.cells_start_with(series[:1], b"0123456789")
 
 
 def test_read_csv_quoted_crlf_and_a_long_row(tmp_path):

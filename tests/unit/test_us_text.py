@@ -2,7 +2,7 @@
 
 The reference reads each text by hand (sign, whole µs, the first four fractional digits,
 the fourth rounding to the nearest ns; other forms through float), so it shares nothing
-with `tolerant.us_spans_to_ns` but the contract.
+with `us_text.us_spans_to_ns` but the contract.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from tb_plugin.readers import trace_builder
-from tb_plugin.readers.tolerant import us_text_to_ns
+from tb_plugin.readers.us_text import us_text_to_ns
 
 _PLAIN = re.compile(r"([-+]?)([0-9]*)(?:\.([0-9]*))?")
 _MAX_NS = 2 ** 63 - 1
