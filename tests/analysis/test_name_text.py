@@ -32,7 +32,13 @@ PATTERNS = [
     (step_phases._TRACE_NAME.pattern, 0), (r"\d+$", 0), (r"\s", 0), (r"\w+ \w+", 0),
     (r"\bword\b", re.I), (r"step", re.I), (r"strasse", re.I), (r"k", re.I), (r"i", re.I),
     (r"x{,2}", 0), (r"a{,2}b", 0), (r"(?=Iter)Iteration", 0), (r"(a)\1", 0), (r"^$", 0),
-    (r".*", 0), (r"Iteration \d\Z", 0), (r"[[:alpha:]]+", 0), (r"fp16|bf16", re.I | re.M),
+    (r".*", 0), (r"Iteration \d\Z", 0),
+    # In Python's re this is the set '[', ':', 'a', 'l', 'p', 'h' then ']+' (RE2 would read
+    # a POSIX class): the case checks that re's meaning is kept. re warns about such a set
+    # (FutureWarning "Possible nested set"); here the pattern is meant, so it is filtered.
+    pytest.param(r"[[:alpha:]]+", 0, marks=pytest.mark.filterwarnings(
+        "ignore:Possible nested set:FutureWarning")),
+    (r"fp16|bf16", re.I | re.M),
     (r"(?i)transdata", 0), (r"算子", 0),
 ]
 
