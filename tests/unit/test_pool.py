@@ -75,3 +75,43 @@ def test_shutdown_with_terminate_ends_a_busy_reader_process(tmp_path):
             return
         time.sleep(0.1)
     raise AssertionError(f"reader process {pid} still runs after shutdown(terminate=True)")
+
+
+def _readers() -> list[int]:
+    """This process' reader processes (spawned pool workers; not the resource tracker)."""
+    import psutil
+
+    return [c.pid for c in psutil.Process().children()
+            if "--multiprocessing-fork" in " ".join(c.cmdline())]
+
+
+def test_a_stage_submitted_from_the_last_ones_callback_needs_no_second_reader(tmp_path):
+    """The loader queues a span's next stage from the callback of its last one; the reader
+    that ran it is free again, so no second process may start for it (concurrent.futures
+    marks the reader idle only after the callbacks). Work that does overlap still gets a
+    second reader."""
+    before = set(_readers())  # other tests' readers, still ending
+    pool = ReaderPool(max_workers=2, inprocess=False)
+    try:
+        chain: list[cf.Future] = []
+        done = cf.Future()
+
+        def next_stage(fut, left=3):
+            chain.append(fut)
+            if left:
+                pool.submit(pid_of, left).add_done_callback(
+                    lambda f: next_stage(f, left - 1))
+            else:
+                done.set_result(None)
+
+        pool.submit(pid_of, 9).add_done_callback(next_stage)
+        done.result(timeout=180)
+        assert len(chain) == 4
+        assert len(set(_readers()) - before) == 1, _readers()
+        # Two tasks at once: two readers.
+        both = [pool.submit(pid_then_sleep, str(tmp_path / f"pid{i}"), 1.0) for i in range(2)]
+        cf.wait(both, timeout=180)
+        assert len({(tmp_path / f"pid{i}").read_text() for i in range(2)}) == 2
+        assert len(set(_readers()) - before) == 2
+    finally:
+        pool.shutdown()
