@@ -43,7 +43,7 @@ import msgspec
 from . import cache_store, storage
 from .cache_store import CacheRoot, SharedCache, SharedCacheError
 from .lru import LRU
-from .model import FileError, Profile, ProfileMeta, table_path, write_table
+from .model import WRITE_ASIDE, FileError, Profile, ProfileMeta, table_path, write_table
 
 # Bump when readers or the model change what they store.
 # 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.
@@ -245,15 +245,15 @@ class ProfileCache:
         """The existing entry's directory, locked while this process adds a later stage to
         it (a second builder of the same entry waits, then finds the stage done). What an
         interrupted build left in it is removed first: an entry holds only files, so a
-        directory in it is a reader's scratch (the parallel trace ranges), and a
-        `*.tmp-<pid>` file a table that was being written."""
+        directory in it is a reader's scratch (the parallel trace ranges), and a file
+        written aside (`model.WRITE_ASIDE`) a table that was being written."""
         directory = self.entry_dir(key)
         with _build_lock(directory, wait=True):
             for name in _listdir(directory):
                 path = os.path.join(directory, name)
                 if os.path.isdir(path):
                     shutil.rmtree(path, ignore_errors=True)
-                elif _WORK_INFIX in name:
+                elif WRITE_ASIDE in name:
                     with contextlib.suppress(OSError):
                         os.unlink(path)
             yield directory
@@ -466,7 +466,7 @@ class DerivedStore:
         return doc
 
 
-_WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build; <table>.arrow.tmp-<pid>: a table write
+_WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build directory
 
 
 @contextlib.contextmanager

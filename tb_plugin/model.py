@@ -369,13 +369,20 @@ def table_path(directory: str, name: str) -> str:
     return os.path.join(directory, f"{name}.arrow")
 
 
+WRITE_ASIDE = ".tmp-"  # <table>.arrow.tmp-<pid>: a table being written (renamed when done)
+
+
+def _aside(path: str) -> str:
+    return f"{path}{WRITE_ASIDE}{os.getpid()}"
+
+
 def write_table(path: str, df: pd.DataFrame) -> None:
     import pyarrow as pa
 
     table = pa.Table.from_pandas(df, preserve_index=False)
     # Write aside and rename: `df` may itself be memory-mapped from `path` (a table read
     # back and replaced); truncating that file in place would pull the pages from under it.
-    tmp = f"{path}.tmp-{os.getpid()}"
+    tmp = _aside(path)
     with pa.OSFile(tmp, "wb") as sink:
         with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table, max_chunksize=1 << 20)
@@ -393,7 +400,7 @@ def write_columns(path: str, columns: dict) -> None:
     arrays = [pa.concat_arrays(a.chunks) if isinstance(a, pa.ChunkedArray) else a
               for a in arrays]
     batch = pa.record_batch(arrays, names=list(columns))
-    tmp = f"{path}.tmp-{os.getpid()}"
+    tmp = _aside(path)
     with pa.OSFile(tmp, "wb") as sink:
         with pa.ipc.new_file(sink, batch.schema) as writer:
             writer.write_batch(batch)

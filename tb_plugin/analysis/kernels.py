@@ -127,20 +127,19 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
         return t
     counters = counters.drop(columns=[c for c in counters.columns
                                       if c in t.columns and c != group_by])
+    # A left join by position: each group's counters row (the first, should two labels
+    # read the same as text), or empty cells.
     keys = pd.Index(counters[group_by].astype("string"))
-    if not keys.is_unique:  # (labels of one grouping are distinct; a left join in case)
-        t[group_by] = t[group_by].astype("string")
-        out = t.merge(counters.assign(**{group_by: keys}), on=group_by, how="left",
-                      sort=False)
-    else:
-        # The left join by position: each group's counters row, or empty cells.
-        at = keys.get_indexer(t[group_by].astype("string"))
-        cols = {c: t[c].array for c in t.columns}
-        cols[group_by] = t[group_by].astype("string").array
-        for c in counters.columns:
-            if c != group_by:
-                cols[c] = pd.api.extensions.take(counters[c].array, at, allow_fill=True)
-        out = pd.DataFrame(cols)
+    first = np.flatnonzero(~keys.duplicated())
+    labels = t[group_by].astype("string")
+    hit = keys[first].get_indexer(labels)
+    at = np.where(hit >= 0, first[np.maximum(hit, 0)], -1)
+    cols = {c: t[c].array for c in t.columns}
+    cols[group_by] = labels.array
+    for c in counters.columns:
+        if c != group_by:
+            cols[c] = pd.api.extensions.take(counters[c].array, at, allow_fill=True)
+    out = pd.DataFrame(cols)
     for col in ("pmu_calls", "block_dim_mismatch_calls"):  # counts stay integers (NA = none)
         out[col] = out[col].astype("Int64")
     return out

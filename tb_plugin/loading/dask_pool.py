@@ -40,7 +40,8 @@ def run_exclusive(fn, *args):
 
 
 class DaskReaderPool:
-    """The reader pool interface (`submit`, `shutdown`) over a `distributed.Client`."""
+    """The reader pool interface (`submit`, `shutdown`, `stopped`) over a
+    `distributed.Client`."""
 
     def __init__(self, address: str, connect_timeout: float = CONNECT_TIMEOUT_S):
         from distributed import Client
@@ -63,6 +64,10 @@ class DaskReaderPool:
             self._pending.add(task)
         task.add_done_callback(lambda t: self._finished(outcome, t))
         return outcome
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def trace_slots(self) -> int:
         """How many timeline builds to run at once: the cluster's worker threads now."""

@@ -86,7 +86,7 @@ class Loader:
     @property
     def _stopped(self) -> bool:
         # The pool stops on its own when the interpreter exits (loading/pool.py).
-        return self._poll.stopped or getattr(self._pool, "stopped", False)
+        return self._poll.stopped or self._pool.stopped
 
     # ---- scheduling ------------------------------------------------------------------
     def scan(self) -> None:
