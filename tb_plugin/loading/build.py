@@ -84,8 +84,14 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     deferred them, and the timeline index, added to the existing cache entry."""
     prepare_reader_process()
     cache = ProfileCache.at(cache_root)
+    # Read before the lock too: from a shared cache this fetches the entry's meta.json into
+    # the local mirror, making the directory the lock is taken on (and a done stage returns
+    # without waiting for anyone's lock).
+    profile = cache.load(key)
+    if profile.meta.trace_ready:
+        return {"key": key, "cached": True}
     with cache.extending(key):
-        profile = cache.load(key)  # read under the lock: as a builder we waited for left it
+        profile = cache.load(key)  # again under the lock: as a builder we waited for left it
         if profile.meta.trace_ready:
             return {"key": key, "cached": True}
         _build_trace(span, cache, key, profile)
