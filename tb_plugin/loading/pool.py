@@ -114,6 +114,8 @@ class ReaderPool:
         # A process pool's workers (a thread pool has none); read before shutdown forgets them.
         procs = [proc for p in pools for proc in (getattr(p, "_processes", None) or {}).values()
                  ] if terminate else []
+        managers = [t for p in pools if (t := getattr(p, "_executor_manager_thread", None))
+                    ] if terminate else []
         for p in pools:
             p.shutdown(wait=False, cancel_futures=True)
         for proc in procs:
@@ -123,6 +125,12 @@ class ReaderPool:
                 pass
         for proc in procs:
             proc.join(timeout=EXIT_JOIN_S)
+        # Each pool's manager thread closes its wake-up pipe on its way out; concurrent.futures'
+        # exit hook writes to that pipe without the pool's lock, so at interpreter exit the two
+        # raced ("OSError: Bad file descriptor" printed at Ctrl+C). Once the thread has ended
+        # the pipe is marked closed and the hook skips it.
+        for thread in managers:
+            thread.join(timeout=EXIT_JOIN_S)
 
     # ---- internals -------------------------------------------------------------------
     def _attempt(self, outcome: cf.Future, fn, args, attempt: int) -> None:
