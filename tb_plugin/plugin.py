@@ -9,7 +9,7 @@ import posixpath
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .http import api_runs, views
+from .http import api_runs, holding, views
 from .http.memo import ResponseMemo
 from .cache_store import SharedCacheError
 from .http.responses import ApiError, error_response
@@ -78,13 +78,17 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         def app(request):
             if request.method not in ALLOWED_METHODS:
                 return _method_not_allowed()
-            try:
+            def compute():
                 key = memo.key(route, request, loader)
                 response = memo.get(key)
                 if response is None:
                     response = handler(request, loader)
                     memo.put(key, response)
                 return response
+
+            try:
+                # A "still loading" answer is held while the request's wait_ms lasts.
+                return holding.answer(loader, holding.wait_seconds(request.args), compute)
             except ApiError as err:
                 return error_response(err)
             except SharedCacheError as exc:  # a file of the shared cache could not be fetched

@@ -238,12 +238,39 @@ export function tableParams(q: TableQuery): Params {
   return { limit: q.limit, offset: q.offset, sort: q.sort, search: q.search };
 }
 
+/** How long the backend may hold a request asked again after a "still loading" answer
+ * (`wait_ms`, docs/http_api.md): it answers as soon as the profile is ready or its progress
+ * moved. Short enough that a handful of held requests never keeps the browser's few
+ * connections per host from a view that is ready. */
+export const HELD_WAIT_MS = 1500;
+const MAX_LOADING_URLS = 256;
+/** URLs whose last answer was "still loading": asked again, they are held. */
+const loadingUrls = new Set<string>();
+
+/** The URL to request for `url`: with `wait_ms` when its last answer was "still loading". */
+export function requestUrl(url: string): string {
+  if (!loadingUrls.has(url)) return url;
+  const held = new URL(url);
+  held.searchParams.set('wait_ms', String(HELD_WAIT_MS));
+  return held.href;
+}
+
+/** Notes whether `url` answered "still loading" (bounded: the oldest are forgotten). */
+export function noteLoading(url: string, loading: boolean): void {
+  if (!loading) {
+    loadingUrls.delete(url);
+    return;
+  }
+  loadingUrls.add(url);
+  if (loadingUrls.size > MAX_LOADING_URLS) loadingUrls.delete(loadingUrls.values().next().value as string);
+}
+
 /** GET a JSON route; throws ApiError with the backend's message on failure. */
 export async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
   const url = apiUrl(route, params);
   let resp: Response;
   try {
-    resp = await fetch(url, { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } });
+    resp = await fetch(requestUrl(url), { signal, credentials: 'same-origin', headers: { Accept: 'application/json' } });
   } catch (e) {
     if ((e as Error).name === 'AbortError') throw e;
     throw new ApiError(`Cannot reach the TensorBoard server (${(e as Error).message})`, 0);
@@ -255,8 +282,11 @@ export async function getJson<T>(route: string, params: Params = {}, signal?: Ab
   } catch {
     body = undefined;
   }
-  // 503 {"state":"loading","progress":p}: the profile is still being read; callers poll.
-  if (resp.status === 503 && isLoadingAnswer(body)) return body as T;
+  // 503 {"state":"loading","progress":p}: the profile is still being read; callers poll,
+  // and their next request is held by the backend until there is news.
+  const loading = resp.status === 503 && isLoadingAnswer(body);
+  noteLoading(url, loading);
+  if (loading) return body as T;
   if (!resp.ok) {
     const msg =
       body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string'

@@ -12,10 +12,11 @@ export interface Backoff {
   factor: number;
 }
 
-/** Waiting for a profile (or the timeline index) that the backend is still reading. At most
- * 2 s apart: the answer the user waits for is shown at most ~2 s after it exists (a "still
- * loading" answer costs the backend a dictionary lookup). */
-export const LOADING_BACKOFF: Backoff = { firstMs: 1000, maxMs: 2000, factor: 1.5 };
+/** Waiting for a profile (or the timeline index) that the backend is still reading. Short
+ * delays: a request asked again is held by the backend until the profile is ready or its
+ * progress moved (`wait_ms`, api.ts), so the answer the user waits for is shown as soon as
+ * it exists, and these delays only space the requests that come back with news. */
+export const LOADING_BACKOFF: Backoff = { firstMs: 200, maxMs: 1000, factor: 1.5 };
 
 /** What a poll does after an answer: ask again after a growing delay, after the first delay
  * again (something changed, so more changes are likely soon), or stop. */

@@ -21,6 +21,7 @@ import threading
 from werkzeug.wrappers import Response
 
 from ..lru import LRU
+from .holding import WAIT_PARAMETER
 
 NOT_MEMOIZED = frozenset({"/runs", "/trace/download"})
 RUN_PARAMETERS = ("run", "base_run", "exp_run")
@@ -49,7 +50,9 @@ class ResponseMemo:
                                          for st in loader.span_states(name))))
         if not state:
             return None  # every memoizable route names the run(s) it reads
-        return route, tuple(sorted(args.items(multi=True))), tuple(state)
+        # How long a request may be held (http/holding.py) does not change its answer.
+        asked = tuple(sorted(kv for kv in args.items(multi=True) if kv[0] != WAIT_PARAMETER))
+        return route, asked, tuple(state)
 
     def get(self, key) -> Response | None:
         if key is None:

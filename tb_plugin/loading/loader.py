@@ -63,6 +63,10 @@ class Loader:
         # next scan (their files did not change, so the scan alone would keep the error).
         self._fetch_failed: set[SpanId] = set()
         self._warming = None  # the reader process started with the loader, until ready
+        # Counts the changes of the spans' states; requests held until a profile is loaded
+        # (`http/holding.py`) wait on it instead of polling.
+        self._changes = threading.Condition()
+        self._generation = 0
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -79,6 +83,29 @@ class Loader:
         """Stop scanning and loading (`terminate_readers`: end the reader processes now)."""
         self._poll.stop()
         self._pool.shutdown(terminate=terminate_readers)
+        self._changed()  # held requests answer now
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    # ---- changes -----------------------------------------------------------------------
+    @property
+    def generation(self) -> int:
+        """A number that grows whenever a span's state may have changed (a stage ended, a
+        scan found or dropped spans, the loader stopped)."""
+        with self._changes:
+            return self._generation
+
+    def wait_changed(self, since: int, timeout: float) -> bool:
+        """Wait up to `timeout` s until `generation` is past `since`; whether it is."""
+        with self._changes:
+            return self._changes.wait_for(lambda: self._generation != since, timeout)
+
+    def _changed(self) -> None:
+        with self._changes:
+            self._generation += 1
+            self._changes.notify_all()
 
     def wait_scanned(self, timeout: float | None = None) -> bool:
         return self._poll.wait_scanned(timeout)
@@ -123,6 +150,7 @@ class Loader:
         # while later ones were still pending; nothing else may come to start them (the
         # last span may have been complete already).
         self._start_traces()
+        self._changed()
 
     def _retry_fetches(self) -> list[SpanState]:
         """Fresh states for the spans whose fetch failed, still at the same files."""
@@ -154,6 +182,7 @@ class Loader:
             st.views_failed(exc)
         else:
             self._views_built(st)
+        self._changed()
         if not self._stopped:
             self._start_traces()  # this may have been the last view being loaded
 
@@ -217,6 +246,7 @@ class Loader:
         finally:
             with self._lock:
                 self._traces_running = max(0, self._traces_running - 1)
+            self._changed()
             if not self._stopped:
                 self._start_traces()
 
@@ -225,8 +255,7 @@ class Loader:
         fut = self._pool.submit(self._build_advice, st.span, self.cache.root, st.key)
         fut.add_done_callback(lambda f, st=st: self._advice_done(st, f))
 
-    @staticmethod
-    def _advice_done(st: SpanState, fut) -> None:
+    def _advice_done(self, st: SpanState, fut) -> None:
         try:
             fut.result()
         except Exception as exc:  # the documents are then made on request
@@ -234,6 +263,7 @@ class Loader:
             st.advice_failed()
         else:
             st.advice_finished()
+        self._changed()
 
     # ---- queries -----------------------------------------------------------------------
     def runs(self) -> list[discovery.Run]:
