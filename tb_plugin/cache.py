@@ -36,6 +36,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import threading
 
 import msgspec
@@ -219,15 +220,21 @@ class ProfileCache:
     @contextlib.contextmanager
     def building(self, key: str):
         """A new work directory for the key's entry (stage 1), locked while this process
-        builds it, removed unless `commit` moved it into place. First, the unfinished build
-        directories of the same key whose builder is gone (a reader killed, TensorBoard
-        stopped mid-build) are removed: each can hold hundreds of MB of spilled tables."""
+        builds it, removed unless `commit` moved it into place; None when another process
+        built the entry meanwhile. First, the unfinished build directories of the same key:
+        one whose builder is at work (a second TensorBoard or a `cache build` on the same
+        cache, a Dask worker) is waited for, up to BUILDER_WAIT_S, instead of reading the
+        same files twice; one whose builder is gone (a reader killed, TensorBoard stopped
+        mid-build) is removed: each can hold hundreds of MB of spilled tables."""
         parent = os.path.join(self.root, key[:2])
         os.makedirs(parent, exist_ok=True)
         prefix = f"{key}{_WORK_INFIX}"
         for name in _listdir(parent):
             if name.startswith(prefix):
-                _remove_abandoned(os.path.join(parent, name))
+                _remove_abandoned(os.path.join(parent, name), wait_s=BUILDER_WAIT_S)
+        if self.has(key):  # a builder waited for committed it
+            yield None
+            return
         # Made under another name and locked before it takes the name the sweep above
         # looks for: a build directory by that name is always locked while it is in use.
         made = tempfile.mkdtemp(prefix=f"{key}.new-", dir=parent)
@@ -495,14 +502,41 @@ def _build_lock(directory: str, wait: bool):
         os.close(fd)  # releases the lock
 
 
-def _remove_abandoned(work: str) -> None:
-    """Remove a stage-1 build directory whose builder is gone (nobody holds its lock)."""
+BUILDER_WAIT_S = 600.0  # how long a builder waits for another one of the same entry
+_BUILDER_POLL_S = 0.1
+
+
+def _remove_abandoned(work: str, wait_s: float = 0.0) -> None:
+    """Remove a stage-1 build directory whose builder is gone (nobody holds its lock). With
+    `wait_s`, a directory still locked is waited for that long first (its builder either
+    commits it, renaming it away, or leaves it to be removed here)."""
+    deadline = time.monotonic() + wait_s
+    while _remove_if_unlocked(work) == "held" and time.monotonic() < deadline:
+        time.sleep(_BUILDER_POLL_S)
+
+
+def _remove_if_unlocked(work: str) -> str:
+    """"removed", "gone" (no such directory: committed, or removed by another), "held" (its
+    builder is at work) or "unknown" (no locks here: then nothing is taken for abandoned)."""
     try:
-        with _build_lock(work, wait=False) as taken:
-            if taken:
-                shutil.rmtree(work, ignore_errors=True)
+        import fcntl
+    except ImportError:
+        return "unknown"
+    try:
+        fd = os.open(work, os.O_RDONLY)
     except OSError:
-        pass  # gone already, or not ours to remove
+        return "gone"
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "held"
+        except OSError:
+            return "unknown"
+        shutil.rmtree(work, ignore_errors=True)  # (by its old name only: a committed
+        return "removed"                          # directory was renamed away)
+    finally:
+        os.close(fd)
 
 
 def _size(path: str) -> int:

@@ -35,6 +35,8 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     storage.materialize(span.logdir, (span.root, *span.files))  # a remote logdir's files
     started = time.time()
     with cache.building(key) as work:
+        if work is None:  # built by another process (of this cache) while we waited
+            return {"key": key, "cached": True}
         with spilling(work):  # tables go to the cache entry as soon as they are made
             try:
                 profile = readers.read(span, work, stage="views")

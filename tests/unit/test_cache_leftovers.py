@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 from tb_plugin.cache import ProfileCache
 from tb_plugin.model import Profile, ProfileMeta
@@ -56,27 +58,73 @@ def test_a_killed_builders_work_directory_goes_at_the_next_build(tmp_path):
     assert cache.has(KEY)
 
 
-def test_a_live_builders_directory_is_kept(tmp_path):
-    root = str(tmp_path)
-    # A builder of the same entry in another process, still at work until we say so.
+def _live_builder(root: str, commit: bool) -> tuple[subprocess.Popen, str]:
+    """A builder of KEY in another process, at work until it reads a line; then it commits
+    the entry (`commit`) or leaves without."""
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import sys
         from tb_plugin.cache import ProfileCache
-        with ProfileCache.at(sys.argv[1]).building(sys.argv[2]) as work:
+        from tb_plugin.model import Profile, ProfileMeta
+        cache = ProfileCache.at(sys.argv[1])
+        with cache.building(sys.argv[2]) as work:
             print(work, flush=True)
             sys.stdin.readline()
-        """), root, KEY], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            if sys.argv[3] == "commit":
+                cache.commit(sys.argv[2], work, Profile(meta=ProfileMeta(producer="kineto")))
+        """), root, KEY, "commit" if commit else "leave"], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    work = proc.stdout.readline().strip()
+    assert os.path.isdir(work)
+    return proc, work
+
+
+def _release_later(proc: subprocess.Popen, seconds: float) -> threading.Thread:
+    def release():
+        time.sleep(seconds)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    t = threading.Thread(target=release)
+    t.start()
+    return t
+
+
+def test_a_second_builder_waits_for_the_live_one_and_takes_its_entry(tmp_path):
+    """Two TensorBoards (or a `cache build` and a TensorBoard) on one cache read a span's
+    files once: the second builder waits for the first and finds the entry built."""
+    root = str(tmp_path)
+    proc, theirs = _live_builder(root, commit=True)
     try:
-        theirs = proc.stdout.readline().strip()
-        assert os.path.isdir(theirs)
+        release = _release_later(proc, 1.0)
+        t0 = time.monotonic()
         with ProfileCache.at(root).building(KEY) as mine:
-            assert os.path.isdir(theirs)
-            assert mine != theirs
-        assert not os.path.exists(mine)  # not committed: removed
-        assert os.path.isdir(theirs)
+            waited = time.monotonic() - t0
+            assert mine is None  # nothing to build: theirs is the entry now
+        release.join()
+        assert waited >= 1.0, waited  # it did wait for the other builder to finish
     finally:
-        proc.communicate("go\n", timeout=30)
-    assert not os.path.exists(theirs)  # its builder left without committing
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    cache = ProfileCache.at(root)
+    assert cache.has(KEY)
+    assert cache.load(KEY).meta.producer == "kineto"  # the other builder's entry
+    assert _listing(os.path.join(root, KEY[:2])) == [KEY]
+
+
+def test_a_builder_that_leaves_without_its_entry_is_followed_by_the_waiting_one(tmp_path):
+    root = str(tmp_path)
+    proc, theirs = _live_builder(root, commit=False)
+    try:
+        release = _release_later(proc, 0.5)
+        with ProfileCache.at(root).building(KEY) as mine:
+            assert mine is not None and mine != theirs
+            assert not os.path.exists(theirs)  # it left without committing: removed
+            cache = ProfileCache.at(root)
+            cache.commit(KEY, mine, Profile(meta=ProfileMeta(producer="torch_npu")))
+        release.join()
+    finally:
+        proc.communicate(timeout=30)
+    assert ProfileCache.at(root).load(KEY).meta.producer == "torch_npu"
+    assert _listing(os.path.join(root, KEY[:2])) == [KEY]
 
 
 def test_an_interrupted_later_stage_leaves_nothing_in_the_entry(tmp_path):
