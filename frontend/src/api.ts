@@ -24,6 +24,8 @@ export interface RunsResponse {
   /** False until the first scan of the logdir has finished (no runs then means "not known yet"). */
   scanned?: boolean;
   notes?: string[];
+  /** Grows whenever a span's state may have changed; `runs(since)` is held until it does. */
+  generation?: number;
 }
 
 export interface Worker {
@@ -299,7 +301,9 @@ export async function getJson<T>(route: string, params: Params = {}, signal?: Ab
 }
 
 export const api = {
-  runs: (signal?: AbortSignal) => getJson<RunsResponse>('runs', {}, signal),
+  /** With `since` (a `generation` seen), held by the backend until something changed. */
+  runs: (signal?: AbortSignal, since?: number) =>
+    getJson<RunsResponse>('runs', since === undefined ? {} : { since, wait_ms: HELD_WAIT_MS }, signal),
   run: (run: string, signal?: AbortSignal) => getJson<RunInfo>('run', { run }, signal),
   steps: (key: ProfileKey, signal?: AbortSignal) => getJson<StepsResponse>('steps', profileParams(key), signal),
   kernels: (key: ProfileKey, groupBy: string, q: TableQuery, step?: string, signal?: AbortSignal, bound?: string) =>

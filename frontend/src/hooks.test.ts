@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startPoll, type Backoff, type PollNext } from './hooks';
-import { nextRunsPoll } from './runList';
+import { SOON_MS, startPoll, type Backoff, type PollNext } from './hooks';
+import { heldSince, nextRunsPoll } from './runList';
 import type { RunsResponse } from './api';
 
 const BACKOFF: Backoff = { firstMs: 1000, maxMs: 4000, factor: 2 };
@@ -110,5 +110,34 @@ describe('run list polling', () => {
     expect(nextRunsPoll(indexing, nextRunsPoll(indexing, undefined).key).next).toBe('reset');
     const scanning: RunsResponse = { runs: [], scanned: false };
     expect(nextRunsPoll(scanning, nextRunsPoll(scanning, undefined).key).next).toBe('reset');
+  });
+  it('asks again at once, held since the answer it has, while something loads', () => {
+    const loading: RunsResponse = { runs: [{ ...ready, state: 'loading', progress: 0.5 }], scanned: true, generation: 7 };
+    expect(nextRunsPoll(loading, undefined).next).toBe('soon');
+    expect(heldSince(loading)).toBe(7);
+    const done: RunsResponse = { runs: [ready], scanned: true, generation: 9 };
+    expect(nextRunsPoll(done, undefined).next).toBe('reset');
+    expect(heldSince(done)).toBeUndefined();
+  });
+});
+
+describe('soon', () => {
+  it('asks again after SOON_MS without touching the back-off', async () => {
+    vi.useFakeTimers();
+    const calls: number[] = [];
+    const answers: PollNext[] = ['again', 'soon', 'again', 'stop'];
+    const t0 = Date.now();
+    startPoll(
+      async () => {
+        calls.push(Date.now() - t0);
+        return 1;
+      },
+      () => answers.shift() ?? 'stop',
+      { firstMs: 1000, maxMs: 4000, factor: 2 },
+    );
+    await vi.advanceTimersByTimeAsync(10000);
+    vi.useRealTimers();
+    // now; +1000 (first delay); +SOON_MS; then the back-off goes on where it was (2000)
+    expect(calls).toEqual([0, 1000, 1000 + SOON_MS, 1000 + SOON_MS + 2000]);
   });
 });

@@ -19,8 +19,13 @@ export interface Backoff {
 export const LOADING_BACKOFF: Backoff = { firstMs: 200, maxMs: 1000, factor: 1.5 };
 
 /** What a poll does after an answer: ask again after a growing delay, after the first delay
- * again (something changed, so more changes are likely soon), or stop. */
-export type PollNext = 'again' | 'reset' | 'stop';
+ * again (something changed, so more changes are likely soon), after SOON_MS (the next
+ * request is one the backend holds until there is news), or stop. */
+export type PollNext = 'again' | 'reset' | 'soon' | 'stop';
+
+/** The delay before a held request: short, as the backend does the waiting (and bounded
+ * below, so a backend that does not hold is not asked in a loop). */
+export const SOON_MS = 100;
 
 export type PollOutcome<T> = { value: T; error?: undefined } | { error: Error; value?: undefined };
 
@@ -45,6 +50,10 @@ export function startPoll<T>(
     if (outcome.error?.name === 'AbortError') return;
     const next = handle(outcome);
     if (next === 'stop' || stopped) return;
+    if (next === 'soon') {
+      timer = setTimeout(attempt, SOON_MS);
+      return;
+    }
     if (next === 'reset') delay = backoff.firstMs;
     timer = setTimeout(attempt, delay);
     delay = Math.min(delay * backoff.factor, backoff.maxMs);

@@ -1,7 +1,9 @@
 // The run list follows the logdir while the page is open. One poll asks for `/runs` and then
 // for the selected run's `/run` (its workers and spans: `/runs` does not change when a span is
 // added to a ready run), one request after the other; every ~2 s while something changes or
-// is still loading, backing off to ~30 s while nothing does.
+// is still loading, backing off to ~30 s while nothing does. While something loads, the next
+// `/runs` is asked at once and held by the backend until a span's state changed (`since`):
+// the list, and the view waiting for its run, follow the load as it happens.
 import { useRef, useState } from 'react';
 import { api, type RunInfo, type RunsResponse, type RunSummary } from './api';
 import { usePoll, type Backoff, type PollNext } from './hooks';
@@ -32,7 +34,13 @@ export function runsBusy(r: RunsResponse): boolean {
 /** The next poll after an answer: soon when it differs from the last one or work is under way. */
 export function nextRunsPoll(r: RunsResponse, previousKey: string | undefined, info?: unknown): { key: string; next: PollNext } {
   const key = JSON.stringify([r.scanned, r.runs, info ?? null]);
+  if (runsBusy(r) && r.generation !== undefined) return { key, next: 'soon' };
   return { key, next: key !== previousKey || runsBusy(r) ? 'reset' : 'again' };
+}
+
+/** The `since` of the next `/runs`: the generation of a busy answer (then it is held). */
+export function heldSince(r: RunsResponse): number | undefined {
+  return runsBusy(r) ? r.generation : undefined;
 }
 
 /**
@@ -44,10 +52,11 @@ export function useRunList(selectedRun: string | undefined): RunList {
   const [list, setList] = useState<RunList>({});
   const lastKey = useRef<string | undefined>(undefined);
   const shownInfo = useRef<string | undefined>(undefined);
+  const since = useRef<number | undefined>(undefined);
 
   usePoll<Answer>(
     async (signal) => {
-      const runs = await api.runs(signal);
+      const runs = await api.runs(signal, since.current);
       const name = selectedRun ?? defaultRun(runs.runs)?.name;
       const summary = runs.runs.find((r) => r.name === name);
       const readable = summary?.state === 'ready' || (summary?.state === 'loading' && shownInfo.current === name);
@@ -66,6 +75,7 @@ export function useRunList(selectedRun: string | undefined): RunList {
         return 'again';
       }
       const { list: runs, info, infoError } = o.value;
+      since.current = heldSince(runs);
       const { key, next } = nextRunsPoll(runs, lastKey.current, info ?? infoError);
       if (key !== lastKey.current) {
         // Before the first scan of the logdir an empty list means "not known yet".

@@ -4,14 +4,16 @@ build finished, so they never open a profile."""
 from __future__ import annotations
 
 from ..loading import Loader
-from . import params, views
+from . import holding, params, views
 from .responses import ApiError, json_response
 
 
 def runs(request, loader: Loader):
+    holding.hold_while_unchanged(loader, request.args)  # `since` + `wait_ms`
+    generation = loader.generation  # read first: a change while answering shows next time
     out = [loader.run_status(r.name) for r in loader.runs()]
     return json_response({"runs": out, "scanned": loader.wait_scanned(0),
-                          "notes": loader.notes()})
+                          "notes": loader.notes(), "generation": generation})
 
 
 def run(request, loader: Loader):

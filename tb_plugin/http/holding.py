@@ -8,6 +8,10 @@ any span ended) and computes the answer again: the ready answer goes out the mom
 exists, and a loading answer whose progress moved goes out at once (the progress bar stays
 live). Otherwise the loading answer goes out when `wait_ms` has passed.
 
+`/runs` is never "loading" (it reports the progress): there `since=G` (the `generation` of
+the answer the client has) with `wait_ms` holds the request while nothing changed since
+(`hold_while_unchanged`), so the run list follows the load as it happens.
+
 Bounded: at most MAX_WAIT_MS per request, at most MAX_HELD requests held at once (a request
 beyond that is answered at once, as without `wait_ms`), and nothing is held once the loader
 stopped. Only "loading" answers are held; every other answer, error or not, goes out as
@@ -67,3 +71,17 @@ def answer(loader: Loader, wait_s: float, compute: Callable[[], Response]) -> Re
                 loader.wait_changed(seen, left)
             finally:
                 _held.release()
+
+
+def hold_while_unchanged(loader: Loader, args) -> None:
+    """With `since` and `wait_ms`: wait while the loader's generation is still `since`."""
+    since = params.integer(args, "since", lo=0, hi=params.MAX_INT)
+    wait_s = wait_seconds(args)
+    if since is None or wait_s <= 0 or loader.stopped or loader.generation != since:
+        return
+    if not _held.acquire(blocking=False):
+        return
+    try:
+        loader.wait_changed(since, wait_s)
+    finally:
+        _held.release()

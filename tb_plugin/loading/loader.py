@@ -48,8 +48,13 @@ class Loader:
         self.open_profiles = OpenProfiles(self.cache)
         # Local reader processes, or a Dask cluster (`scheduler`, $NPU_PROFILER_DASK_SCHEDULER).
         self._pool, self._pool_note = make_pool(max_workers, scheduler)
-        self._poll = PollLoop(self.scan, poll_seconds)
+        self._poll = PollLoop(self.scan, poll_seconds, on_scanned=self._first_scan_done)
         self._lock = threading.RLock()
+        # Counts the changes of the spans' states; requests held until a profile is loaded
+        # or the run list changes (`http/holding.py`) wait on it instead of polling.
+        self._changes = threading.Condition()
+        self._generation = 0
+        self._first_scanned = False
         self._runs: dict[str, discovery.Run] = {}
         self._spans: dict[SpanId, SpanState] = {}
         self._notes: list[str] = []
@@ -63,10 +68,6 @@ class Loader:
         # next scan (their files did not change, so the scan alone would keep the error).
         self._fetch_failed: set[SpanId] = set()
         self._warming = None  # the reader process started with the loader, until ready
-        # Counts the changes of the spans' states; requests held until a profile is loaded
-        # (`http/holding.py`) wait on it instead of polling.
-        self._changes = threading.Condition()
-        self._generation = 0
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -131,10 +132,12 @@ class Loader:
             runs[name] = discovery.Run(name=name, path=self.logdir,
                                        errors=[{"path": name, "message": message}])
         with self._lock:
+            listed = (_listing(self._runs), self._notes, len(self._spans))
             self._runs = runs
             self._notes = notes
             self._spans, new = span_states(runs, self._spans)
             new += self._retry_fetches()
+            changed = bool(new) or listed != (_listing(runs), notes, len(self._spans))
         self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         warming, self._warming = self._warming, None
         # Wait for the warmed reader only when there is something to read: spans all in the
@@ -150,7 +153,13 @@ class Loader:
         # while later ones were still pending; nothing else may come to start them (the
         # last span may have been complete already).
         self._start_traces()
-        self._changed()
+        if changed or failure is not None:
+            self._changed()
+
+    def _first_scan_done(self) -> None:
+        if not self._first_scanned:  # `/runs` says "scanned" from now on
+            self._first_scanned = True
+            self._changed()
 
     def _retry_fetches(self) -> list[SpanState]:
         """Fresh states for the spans whose fetch failed, still at the same files."""
@@ -305,3 +314,8 @@ class Loader:
         """The profile read again from its cache entry (after a later load stage wrote it)."""
         self.open_profiles.forget(st.key)
         return self.profile_for(st)
+
+
+def _listing(runs: dict[str, discovery.Run]) -> list:
+    """What `/runs` shows of a scan's runs besides the span states: names and errors."""
+    return sorted((name, repr(run.errors)) for name, run in runs.items())

@@ -40,9 +40,11 @@ class PollLoop:
     """Calls `scan` now and then every `seconds` until stopped; a failing scan is logged and
     tried again next time."""
 
-    def __init__(self, scan: Callable[[], None], seconds: float):
+    def __init__(self, scan: Callable[[], None], seconds: float,
+                 on_scanned: Callable[[], None] | None = None):
         self._scan = scan
         self.seconds = seconds
+        self._on_scanned = on_scanned  # after each scan, once `wait_scanned` holds
         self._scanned = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -71,4 +73,6 @@ class PollLoop:
             except Exception:
                 log.error("discovery failed\n%s", traceback.format_exc())
             self._scanned.set()
+            if self._on_scanned is not None:
+                self._on_scanned()
             self._stop.wait(self.seconds)

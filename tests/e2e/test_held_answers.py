@@ -40,6 +40,14 @@ def test_held_requests_are_answered_when_the_profile_and_its_timeline_are_ready(
         while not tb.get("runs")["runs"]:
             assert time.time() < deadline, "the span was never found"
             time.sleep(0.1)
+        # The run list, held since the answer the client has: it comes back when a stage
+        # of the span has ended (the span was still loading when it was asked).
+        first = tb.get("runs")
+        if first["runs"][0]["state"] == "loading":
+            t0 = time.time()
+            news = tb.get("runs", since=first["generation"], wait_ms=WAIT_MS)
+            assert time.time() - t0 < WAIT_MS / 1000
+            assert news["generation"] > first["generation"], (first, news)
         prof = _profile(tb)
 
         # The views: a held request returns the steps, whatever the state it was asked in.
@@ -65,6 +73,16 @@ def test_held_requests_are_answered_when_the_profile_and_its_timeline_are_ready(
         assert held < WAIT_MS / 1000, held
         runs = tb.get("runs")["runs"]
         assert runs[0]["state"] == "ready"
+
+        # Once everything is loaded (the advice stage too: `trace_state`), rescans that find
+        # nothing new change nothing: a held /runs answers at the end of its wait, with the
+        # generation it was asked with.
+        tb.wait_loaded()
+        quiet = tb.get("runs")
+        t0 = time.time()
+        same = tb.get("runs", since=quiet["generation"], wait_ms=1000)
+        assert time.time() - t0 >= 1.0
+        assert same["generation"] == quiet["generation"]
     finally:
         tb.stop()
     assert "Traceback" not in tb.log(), tb.log()
