@@ -1,6 +1,12 @@
-"""The TensorBoard plugin: wiring only (routes, activity, frontend metadata)."""
+"""The TensorBoard plugin: wiring only (routes, activity, frontend metadata).
+
+This module imports nothing heavy (no pandas): TensorBoard imports it at its start, and the
+plugin starts its first reader process (which imports for ~1 s on another core) before it
+imports the rest of itself, in the constructor. The route table is built on first use.
+"""
 from __future__ import annotations
 
+import functools
 import logging
 import mimetypes
 import os
@@ -9,11 +15,7 @@ import posixpath
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .http import api_runs, holding, views
-from .http.memo import ResponseMemo
-from .cache_store import SharedCacheError
-from .http.responses import ApiError, error_response
-from .loading import Loader
+from .loading import dask_pool
 
 log = logging.getLogger(__name__)
 
@@ -23,19 +25,37 @@ PLUGIN_NAME = "npu_profiler"
 LOGDIR_ENV = "NPU_PROFILER_LOGDIR"
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 
-# Route -> handler(request, loader): the run listing, then the route table of every module
-# in the view registry (http/views.py). Documented in docs/http_api.md.
-ROUTES = {**api_runs.ROUTES}
-for _module in views.route_modules():
-    ROUTES.update(_module.ROUTES)
+
+@functools.cache
+def routes() -> dict:
+    """Route -> handler(request, loader): the run listing, then the route table of every
+    module in the view registry (http/views.py). Documented in docs/http_api.md."""
+    from .http import api_runs, views
+
+    table = {**api_runs.ROUTES}
+    for module in views.route_modules():
+        table.update(module.ROUTES)
+    return table
+
+
+def __getattr__(name: str):
+    if name == "ROUTES":  # the route table, as a module attribute
+        return routes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Read-only: a HEAD is answered like a GET without the body (werkzeug drops it).
 ALLOWED_METHODS = ("GET", "HEAD")
 
 
+def _error(status: int, message: str):
+    from .http.responses import ApiError, error_response
+
+    return error_response(ApiError(status, message))
+
+
 def _method_not_allowed():
-    resp = error_response(ApiError(405, "only GET and HEAD are supported"))
+    resp = _error(405, "only GET and HEAD are supported")
     resp.headers["Allow"] = ", ".join(ALLOWED_METHODS)
     return resp
 
@@ -49,7 +69,13 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         # and mirrors a URL, so TensorBoard's own reading of it (its other plugins) is
         # independent of ours: a failure there never reaches this plugin, nor ours it.
         self.logdir = os.environ.get(LOGDIR_ENV) or context.logdir or ""
-        self.loader = Loader(self.logdir)
+        # The first reader starts now, importing on another core while this process
+        # imports the loader and the routes (~0.8 s) and TensorBoard finishes starting.
+        readers = dask_pool.start_pool(warm=bool(self.logdir))
+        from .http.memo import ResponseMemo
+        from .loading.loader import Loader
+
+        self.loader = Loader(self.logdir, readers=readers)
         self.loader.start()
         self.memo = ResponseMemo()
 
@@ -65,13 +91,17 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
                                             disable_reload=True)
 
     def get_plugin_apps(self):
-        apps = {route: self._wrap(handler, route) for route, handler in ROUTES.items()}
+        apps = {route: self._wrap(handler, route) for route, handler in routes().items()}
         apps["/index.js"] = self._static
         apps["/index.css"] = self._static
         apps["/assets/*"] = self._static
         return apps
 
     def _wrap(self, handler, route: str):
+        from .cache_store import SharedCacheError
+        from .http import holding
+        from .http.responses import ApiError, error_response
+
         loader, memo = self.loader, self.memo
 
         @wrappers.Request.application
@@ -109,10 +139,10 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         rel = path[path.index(marker) + len(marker):] if marker in path else path.lstrip("/")
         rel = posixpath.normpath(rel)
         if rel.startswith("..") or rel.startswith("/") or "\\" in rel:
-            return error_response(ApiError(404, "not found"))
+            return _error(404, "not found")
         full = os.path.join(STATIC_DIR, *rel.split("/"))
         if not os.path.isfile(full):
-            return error_response(ApiError(404, "not found"))
+            return _error(404, "not found")
         ctype = mimetypes.guess_type(full)[0] or "application/octet-stream"
         if full.endswith(".js"):
             ctype = "text/javascript"

@@ -7,10 +7,24 @@
     profiles.py  the open-profile store (LRU of cache entries opened in TensorBoard)
     status.py    a run's load status for /runs and /run (a pure function)
     loader.py    the Loader: ties them together and orders the work
-"""
-from .build import build_advice, build_entry, build_trace
-from .loader import POLL_SECONDS, Loader
-from .spans import SpanFacts, SpanState
 
-__all__ = ["Loader", "POLL_SECONDS", "SpanFacts", "SpanState", "build_advice", "build_entry",
-           "build_trace"]
+The names below are imported on first use: `loading.pool` and `loading.dask_pool` stay
+light (no pandas), so TensorBoard's process can start its first reader before it imports
+the rest of the plugin (plugin.py).
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {"Loader": "loader", "POLL_SECONDS": "loader", "SpanFacts": "spans",
+            "SpanState": "spans", "build_advice": "build", "build_entry": "build",
+            "build_trace": "build"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 
-from .pool import ReaderPool
+from .pool import ReaderPool, prepare_reader
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,18 @@ class DaskReaderPool:
             self.client.close(timeout=5)
         except Exception as exc:  # the scheduler went away first
             log.debug("closing the Dask client: %r", exc)
+
+
+def start_pool(max_workers: int | None = None, scheduler: str | None = None,
+               warm: bool = True):
+    """`make_pool`, with (`warm`) the first local reader process started at once: it
+    imports (~1 s) while TensorBoard is still starting. (pool, note, the warm-up's future
+    or None); the Loader takes the three."""
+    pool, note = make_pool(max_workers, scheduler)
+    warming = None
+    if warm and getattr(pool, "inprocess", True) is False:
+        warming = pool.submit(prepare_reader)
+    return pool, note, warming
 
 
 def make_pool(max_workers: int | None = None, scheduler: str | None = None):

@@ -22,8 +22,9 @@ from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
-from .build import build_advice, build_entry, build_trace, prepare_reader_process
-from .dask_pool import make_pool
+from .build import build_advice, build_entry, build_trace
+from .dask_pool import start_pool
+from .pool import prepare_reader
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
 from .spans import SpanFacts, SpanState
@@ -39,15 +40,19 @@ class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
                  build=build_entry, build_trace=build_trace, build_advice=build_advice,
-                 scheduler: str | None = None):
+                 scheduler: str | None = None, readers: tuple | None = None):
         self.cache = cache or ProfileCache()
         # Where the files are (storage.py): a local directory, or the local mirror tree of
         # a remote URL, which every scan lists first. `logdir` is the local path either way.
         self.source = storage.open_logdir(logdir, self.cache.mirror_root()) if logdir else None
         self.logdir = self.source.path if self.source is not None else ""
         self.open_profiles = OpenProfiles(self.cache)
-        # Local reader processes, or a Dask cluster (`scheduler`, $NPU_PROFILER_DASK_SCHEDULER).
-        self._pool, self._pool_note = make_pool(max_workers, scheduler)
+        # Local reader processes, or a Dask cluster (`scheduler`, $NPU_PROFILER_DASK_SCHEDULER);
+        # or `readers`, from `dask_pool.start_pool` (the plugin starts them before it
+        # imports the Loader): (pool, note, the first reader's warm-up or None).
+        if readers is None:
+            readers = start_pool(max_workers, scheduler, warm=False)
+        self._pool, self._pool_note, warming = readers
         self._poll = PollLoop(self.scan, poll_seconds, on_scanned=self._first_scan_done)
         self._lock = threading.RLock()
         # Counts the changes of the spans' states; requests held until a profile is loaded
@@ -67,17 +72,17 @@ class Loader:
         # Spans whose files could not be fetched from a remote logdir: tried again at the
         # next scan (their files did not change, so the scan alone would keep the error).
         self._fetch_failed: set[SpanId] = set()
-        self._warming = None  # the reader process started with the loader, until ready
+        self._warming = warming  # the reader process started first, until ready
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         if self.logdir:
-            if getattr(self._pool, "inprocess", True) is False:
+            if self._warming is None and getattr(self._pool, "inprocess", True) is False:
                 # A reader process starts and imports (~1-1.5 s) while TensorBoard itself
                 # is still starting, instead of after the first scan found spans; the
                 # first scan hands its work over once that reader is ready (else the pool
                 # would start a second process for it: memory a one-span run never needs).
-                self._warming = self._pool.submit(prepare_reader_process)
+                self._warming = self._pool.submit(prepare_reader)
             self._poll.start()
 
     def stop(self, terminate_readers: bool = False) -> None:

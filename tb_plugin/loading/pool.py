@@ -56,6 +56,15 @@ else:
     atexit.register(_end_readers_at_exit)
 
 
+def prepare_reader() -> None:
+    """A reader process's first task, sent as it starts: import what the load stages use
+    (`build.prepare_reader_process`). Here, in a module TensorBoard's process imports
+    without pandas, so that process can send it before importing the rest of the plugin."""
+    from .build import prepare_reader_process
+
+    prepare_reader_process()
+
+
 class _ReaderProcesses(cf.ProcessPoolExecutor):
     """A process pool that starts a reader only for work that no reader has yet.
 

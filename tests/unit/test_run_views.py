@@ -153,3 +153,18 @@ def test_run_status_is_computed_from_the_states(tmp_path):
     s = run_status("r", only_empty)
     assert s["state"] == "error" and s["errors"] == [{"path": "r/c", "message": "no index"}]
     assert run_status("r", [])["state"] == "ready"
+
+
+def test_the_plugin_module_imports_nothing_heavy():
+    """TensorBoard imports the plugin at its start; the plugin starts its first reader
+    before importing pandas and the rest of itself (the reader then imports on another
+    core meanwhile), so the module itself must stay light."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tb_plugin.plugin, tb_plugin.loading.dask_pool; "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'tb_plugin.loading.loader', "
+            "'tb_plugin.http.views') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]", out
