@@ -88,6 +88,10 @@ def main(argv=None) -> int:
                     help="a checkout whose tb_plugin is measured (repeatable: alternated)")
     a = ap.parse_args(argv)
     roots = a.root or [None]
+    sys.path.insert(0, HERE)
+    from run import ensure_bytecode  # as installed: with its bytecode (see there)
+    for r in roots:
+        ensure_bytecode(r or ROOT)
     rows: dict[tuple, list[dict]] = {("tensorboard", None): []}
     rows.update({("ours", r): [] for r in roots})
     for _ in range(a.repeat):

@@ -248,6 +248,7 @@ def main() -> int:
                     help="also N rounds of the user's path (page open from the start, fresh cache)")
     ap.add_argument("--only-user", action="store_true", help="only the user's path rounds")
     a = ap.parse_args()
+    R.ensure_bytecode()
     os.makedirs(R.RESULTS, exist_ok=True)
     logdir = a.logdir
     if not logdir:
