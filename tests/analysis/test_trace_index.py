@@ -1,0 +1,95 @@
+"""The timeline index (analysis/trace_index.py) against its definition, computed here
+without it: the level-of-detail rows of every lane and level, the slice order, and that
+the index is the same however its lanes are chunked and threaded."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tb_plugin.analysis import trace_index as ti
+
+
+def _slices(n: int = 5000, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    names = [f"op_{i}" for i in range(40)]
+    return pd.DataFrame({
+        "track_id": rng.integers(0, 6, n).astype(np.int32),
+        "depth": rng.integers(0, 4, n).astype(np.int16),
+        "start_ns": (1_700_000_000_000_000_000 + rng.integers(0, 5_000_000_000, n)).astype(np.int64),
+        # durations from ns to seconds: every duration class is used
+        "dur_ns": np.exp(rng.uniform(0, np.log(3e9), n)).astype(np.int64),
+        "name": pd.Categorical(rng.choice(names, n)),
+        "cat": pd.Categorical(rng.choice(["cpu_op", "kernel", "python"], n)),
+        "args_row": np.arange(n, dtype=np.int64),
+    })
+
+
+_NO_FLOWS = pd.DataFrame({"track_id": np.zeros(0, np.int32), "ts_ns": np.zeros(0, np.int64),
+                          "phase": pd.Series([], dtype=object), "flow_id": pd.Series([], dtype=object),
+                          "cat": pd.Series([], dtype=object), "name": pd.Series([], dtype=object)})
+_NO_COUNTERS = pd.DataFrame({"track_id": np.zeros(0, np.int32), "series": pd.Series([], dtype=object),
+                             "ts_ns": np.zeros(0, np.int64), "value": np.zeros(0)})
+
+
+def _index(slices, monkeypatch, chunk: int, threads: int):
+    monkeypatch.setattr(ti, "CHUNK_SLICES", chunk)
+    monkeypatch.setattr(ti, "INDEX_THREADS", threads)
+    return ti.build_index(slices, _NO_FLOWS, _NO_COUNTERS)
+
+
+@pytest.mark.parametrize("chunk,threads", [(1, 2), (7, 2), (400, 2), (1000, 3), (1, 1)])
+def test_the_index_is_the_same_however_its_lanes_are_chunked_and_threaded(monkeypatch, chunk,
+                                                                         threads):
+    slices = _slices()
+    base, base_meta = _index(slices, monkeypatch, 1 << 30, 1)
+    got, meta = _index(slices, monkeypatch, chunk, threads)
+    assert meta == base_meta
+    assert set(got) == set(base)
+    for name, table in base.items():
+        pd.testing.assert_frame_equal(got[name], table, check_exact=True, obj=name)
+
+
+def test_lod_rows_are_the_buckets_of_each_lane_and_level(monkeypatch):
+    slices = _slices()
+    tables, meta = _index(slices, monkeypatch, 300, 2)  # several chunks, two threads
+    origin = meta["origin_ns"]
+    lanes = tables["trace_lanes"]
+    lane_of = {(int(t), int(d)): i for i, (t, d) in
+               enumerate(zip(lanes["track_id"], lanes["depth"]))}
+    assert list(lane_of) == sorted(lane_of)  # lanes in (track, depth) order
+    # The definition: level L summarizes, per bucket of width 2^(12+2L) ns from the origin,
+    # the slices of the lane whose duration class is at most L.
+    dur = slices["dur_ns"].to_numpy()
+    cls = np.clip((np.floor(np.log2(np.maximum(dur, 1))).astype(np.int64) - 10) // 2, 0, None)
+    expected = []
+    for level in range(meta["levels"]):
+        sel = slices[cls <= level]
+        bucket = (sel["start_ns"].to_numpy() - origin) >> (12 + 2 * level)
+        df = pd.DataFrame({"lane": [lane_of[(int(t), int(d))] for t, d in
+                                    zip(sel["track_id"], sel["depth"])],
+                           "bucket": bucket, "dur": sel["dur_ns"].to_numpy(),
+                           "first": sel["start_ns"].to_numpy(),
+                           "end": (sel["start_ns"] + sel["dur_ns"]).to_numpy()})
+        g = df.groupby(["lane", "bucket"], sort=True).agg(
+            count=("dur", "size"), busy_ns=("dur", "sum"), first_ns=("first", "min"),
+            last_ns=("end", "max")).reset_index()
+        g["gkey"] = g["lane"] * 64 + level
+        expected.append(g)
+    exp = pd.concat(expected).sort_values(["gkey", "bucket"]).reset_index(drop=True)
+    lod = tables["trace_lod"]
+    assert len(lod) == len(exp)
+    for col in ("gkey", "bucket", "count", "busy_ns", "first_ns", "last_ns"):
+        np.testing.assert_array_equal(lod[col].to_numpy(), exp[col].to_numpy(), err_msg=col)
+
+
+def test_slices_are_ordered_by_lane_class_and_start_with_a_running_max_end(monkeypatch):
+    slices = _slices()
+    tables, _ = _index(slices, monkeypatch, 250, 2)
+    s = tables["trace_slices"]
+    key = list(zip(s["track_id"], s["depth"], s["cls"], s["start_ns"]))
+    assert key == sorted(key)
+    assert sorted(s["args_row"].tolist()) == list(range(len(slices)))  # each slice once
+    for _, grp in s.groupby(["track_id", "depth", "cls"], sort=False):
+        ends = (grp["start_ns"] + grp["dur_ns"]).to_numpy()
+        np.testing.assert_array_equal(grp["maxend_ns"].to_numpy(), np.maximum.accumulate(ends))
