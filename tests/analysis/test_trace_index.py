@@ -1,6 +1,6 @@
 """The timeline index (analysis/trace_index.py) against its definition, computed here
 without it: the level-of-detail rows of every lane and level, the slice order, and that
-the index is the same however its lanes are chunked and threaded."""
+the index is the same however its lanes are grouped."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,18 +32,16 @@ _NO_COUNTERS = pd.DataFrame({"track_id": np.zeros(0, np.int32), "series": pd.Ser
                              "ts_ns": np.zeros(0, np.int64), "value": np.zeros(0)})
 
 
-def _index(slices, monkeypatch, chunk: int, threads: int):
+def _index(slices, monkeypatch, chunk: int):
     monkeypatch.setattr(ti, "CHUNK_SLICES", chunk)
-    monkeypatch.setattr(ti, "INDEX_THREADS", threads)
     return ti.build_index(slices, _NO_FLOWS, _NO_COUNTERS)
 
 
-@pytest.mark.parametrize("chunk,threads", [(1, 2), (7, 2), (400, 2), (1000, 3), (1, 1)])
-def test_the_index_is_the_same_however_its_lanes_are_chunked_and_threaded(monkeypatch, chunk,
-                                                                         threads):
+@pytest.mark.parametrize("chunk", [1, 7, 400, 1000])
+def test_the_index_is_the_same_however_its_lanes_are_grouped(monkeypatch, chunk):
     slices = _slices()
-    base, base_meta = _index(slices, monkeypatch, 1 << 30, 1)
-    got, meta = _index(slices, monkeypatch, chunk, threads)
+    base, base_meta = _index(slices, monkeypatch, 1 << 30)
+    got, meta = _index(slices, monkeypatch, chunk)
     assert meta == base_meta
     assert set(got) == set(base)
     for name, table in base.items():
@@ -52,7 +50,7 @@ def test_the_index_is_the_same_however_its_lanes_are_chunked_and_threaded(monkey
 
 def test_lod_rows_are_the_buckets_of_each_lane_and_level(monkeypatch):
     slices = _slices()
-    tables, meta = _index(slices, monkeypatch, 300, 2)  # several chunks, two threads
+    tables, meta = _index(slices, monkeypatch, 300)  # several groups
     origin = meta["origin_ns"]
     lanes = tables["trace_lanes"]
     lane_of = {(int(t), int(d)): i for i, (t, d) in
@@ -85,7 +83,7 @@ def test_lod_rows_are_the_buckets_of_each_lane_and_level(monkeypatch):
 
 def test_slices_are_ordered_by_lane_class_and_start_with_a_running_max_end(monkeypatch):
     slices = _slices()
-    tables, _ = _index(slices, monkeypatch, 250, 2)
+    tables, _ = _index(slices, monkeypatch, 250)
     s = tables["trace_slices"]
     key = list(zip(s["track_id"], s["depth"], s["cls"], s["start_ns"]))
     assert key == sorted(key)
