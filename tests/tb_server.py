@@ -22,6 +22,15 @@ REAL_DATA = os.path.join(FIXTURES, "real")
 PLUGIN = "npu_profiler"
 
 
+def generate_large(out: str, trace_mb: int = 30) -> str:
+    """A generated torch_npu logdir of one span with a `trace_mb` trace (fixtures/generate.py
+    --large): at 30 MB its timeline takes a reader a few seconds."""
+    subprocess.run([sys.executable, os.path.join(FIXTURES, "generate.py"), "--large",
+                    "--trace-mb", str(trace_mb), "--out", out], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -3,14 +3,11 @@ request for a profile or a timeline still being read is answered when it is read
 of with a 503 the client must poll again."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.tb_server import ROOT, TensorBoard
+from tests.tb_server import TensorBoard, generate_large
 
 WAIT_MS = 10_000
 
@@ -18,11 +15,7 @@ WAIT_MS = 10_000
 @pytest.fixture(scope="module")
 def large_logdir(tmp_path_factory):
     """One span whose timeline takes its reader a few seconds."""
-    out = tmp_path_factory.mktemp("held") / "large"
-    subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "generate.py"), "--large",
-                    "--trace-mb", "30", "--out", str(out)], check=True,
-                   stdout=subprocess.DEVNULL)
-    return str(out)
+    return generate_large(str(tmp_path_factory.mktemp("held") / "large"))
 
 
 def _profile(tb: TensorBoard) -> dict:

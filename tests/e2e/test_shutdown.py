@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
-from tests.tb_server import ROOT, TensorBoard
+from tests.tb_server import TensorBoard, generate_large
 
 EXIT_S = 20  # far less than "forever", far more than an exit takes (well under 1 s here)
 
@@ -25,11 +24,7 @@ EXIT_S = 20  # far less than "forever", far more than an exit takes (well under 
 @pytest.fixture(scope="module")
 def large_logdir(tmp_path_factory):
     """One span whose timeline takes a reader seconds to build."""
-    out = tmp_path_factory.mktemp("shutdown") / "large"
-    subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "generate.py"), "--large",
-                    "--trace-mb", "30", "--out", str(out)], check=True,
-                   stdout=subprocess.DEVNULL)
-    return str(out)
+    return generate_large(str(tmp_path_factory.mktemp("shutdown") / "large"))
 
 
 def _busy_tensorboard(logdir: str) -> tuple[TensorBoard, list[psutil.Process]]:
