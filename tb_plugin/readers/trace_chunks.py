@@ -313,3 +313,22 @@ def _salvage(mm, pos: int, end: int, err: str | None, repairs: _Utf8Repairs):
         repairs.sequences += best[2]
     reason = f"JSON is truncated or invalid after byte {bounds[best[1]] if best else pos}: {err}"
     return good, -1, reason
+
+
+def read_range(mm, pos: int, end: int, b, chunk_bytes: int,
+               repairs: "_Utf8Repairs", error: str | None = None) -> str | None:
+    """Decode the events in mm[pos:end] chunk by chunk into `b`; the reason the range
+    ended early, if it did (events before the damage are kept). `b` is a builder
+    (`trace_builder._Builder`: anything with `add(events)`)."""
+    while pos < end:
+        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
+        if evs:
+            b.add(evs)
+        del evs
+        if err:
+            return err if error is None else f"{error}; {err}"
+        _release(mm, pos, nxt)
+        pos = nxt
+        while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
+            pos += 1
+    return error

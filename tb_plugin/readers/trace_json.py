@@ -15,53 +15,22 @@ The work is split by concept: `trace_chunks` maps the file and cuts and decodes 
 `trace_builder` turns each chunk's events into column parts, `trace_tables` joins the parts
 into `TraceTables`, `trace_args` keeps the args side file.
 This module is the public entry point (`read_trace`, `read_traces`, `TraceTables`) and holds
-the drivers that tie them together (`_read_one`, `_read_mapped`, `_read_range`).
+the drivers that tie them together (`_read_one`, `_read_mapped`); `TraceTables` is
+defined in `trace_tables`, the chunk loop of one byte range (`read_range`) in `trace_chunks`.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Callable
 
-import pandas as pd
-import pyarrow as pa
 
 from .tolerant import InputError
 from .trace_args import _ArgsSink
-from .trace_chunks import _Utf8Repairs, _locate_events, _next_chunk, _open_mapped, _release
+from .trace_chunks import _Utf8Repairs, _locate_events, _open_mapped, read_range
 from .trace_builder import _Builder
-from .trace_tables import _build_tables
+from .trace_tables import TraceTables, _build_tables
 
 CHUNK_BYTES = 8 << 20
-
-
-@dataclasses.dataclass
-class TraceTables:
-    """What a trace file holds, as columns.
-
-    tracks:   track_id, pid, tid, process, thread, process_sort, thread_sort, process_labels
-    slices:   track_id, start_ns, dur_ns, depth, name, cat, args_row (+ extracted arg columns)
-    flows:    flow_id, name, cat, phase, track_id, ts_ns
-    counters: track_id, ts_ns, series, value
-    instants: track_id, ts_ns, name, cat, args_row (+ extracted arg columns)
-    metadata: the top-level object's other keys (deviceProperties, distributedInfo, ...)
-    args:     args text by args_row: a pyarrow Table in memory, or None when written to
-              `args_path`
-    errors:   (path, reason) for files truncated/invalid part-way (events before it are kept)
-              or not readable at all
-    """
-
-    tracks: pd.DataFrame
-    slices: pd.DataFrame
-    flows: pd.DataFrame
-    counters: pd.DataFrame
-    instants: pd.DataFrame
-    metadata: dict
-    args_path: str | None = None
-    args: pa.Table | None = None
-    errors: list = dataclasses.field(default_factory=list)
-    event_count: int = 0
-    decode_ranges: int = 1  # byte ranges decoded by separate processes (1: one process)
 
 
 def read_trace(path: str, **kw) -> TraceTables:
@@ -155,7 +124,7 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors, *,
         if ranges:
             b.decode_ranges = max(b.decode_ranges, ranges)
             pos = end
-    error = _read_range(mm, pos, end, b, chunk_bytes, repairs, error)
+    error = read_range(mm, pos, end, b, chunk_bytes, repairs, error)
     if gz_error:
         error = gz_error if error is None else f"{gz_error}; {error}"
     if error and b.count == before:
@@ -169,19 +138,3 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors, *,
     return metadata
 
 
-def _read_range(mm, pos: int, end: int, b: "_Builder", chunk_bytes: int,
-                repairs: _Utf8Repairs, error: str | None = None) -> str | None:
-    """Decode the events in mm[pos:end] chunk by chunk into `b`; the reason the range
-    ended early, if it did (events before the damage are kept)."""
-    while pos < end:
-        evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
-        if evs:
-            b.add(evs)
-        del evs
-        if err:
-            return err if error is None else f"{error}; {err}"
-        _release(mm, pos, nxt)
-        pos = nxt
-        while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
-            pos += 1
-    return error

@@ -23,10 +23,9 @@ import numpy as np
 
 from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
-from . import trace_json as tj
 from .trace_args import _ArgsSink
 from .trace_builder import _Builder
-from .trace_chunks import _BOUNDARY, _Utf8Repairs, _map
+from .trace_chunks import _BOUNDARY, _Utf8Repairs, _map, read_range
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +122,7 @@ def decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_f
     try:
         b = _Builder(_ArgsSink(args_path), extract_args, extract_for)
         repairs = _Utf8Repairs()
-        err = tj._read_range(mm, lo, hi, b, chunk_bytes, repairs)
+        err = read_range(mm, lo, hi, b, chunk_bytes, repairs)
         b.sink.close()
         return builder_state(b, repairs, err)
     finally:
@@ -167,7 +166,7 @@ def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "_Builder
             first = _Builder(_ArgsSink(os.path.join(work, "args-0.arrow")),
                              b.extract_args or None, b.extract_for)
             first_repairs = _Utf8Repairs()
-            err = tj._read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
+            err = read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
                                  first_repairs)
             first.sink.close()
             states.append(builder_state(first, first_repairs, err))

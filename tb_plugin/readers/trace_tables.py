@@ -7,11 +7,12 @@ readers), the counter table, and the track table with process / thread names and
 order from the metadata events (`_tracks`).
 
 Why it is separate: it runs once per read, after decoding (`trace_builder` runs per chunk),
-and is where the tables' final shapes are made. `TraceTables` itself stays in `trace_json`,
-the public entry point, which imports this module: `_build_tables` imports it when it runs.
+and is where the tables' final shapes are made, so `TraceTables` is defined here too
+(`trace_json`, the public entry point, hands it on).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -24,11 +25,38 @@ from .us_text import us_text_to_ns
 
 if TYPE_CHECKING:
     from .trace_builder import _Builder
-    from .trace_json import TraceTables
+
+
+@dataclasses.dataclass
+class TraceTables:
+    """What a trace file holds, as columns.
+
+    tracks:   track_id, pid, tid, process, thread, process_sort, thread_sort, process_labels
+    slices:   track_id, start_ns, dur_ns, depth, name, cat, args_row (+ extracted arg columns)
+    flows:    flow_id, name, cat, phase, track_id, ts_ns
+    counters: track_id, ts_ns, series, value
+    instants: track_id, ts_ns, name, cat, args_row (+ extracted arg columns)
+    metadata: the top-level object's other keys (deviceProperties, distributedInfo, ...)
+    args:     args text by args_row: a pyarrow Table in memory, or None when written to
+              `args_path`
+    errors:   (path, reason) for files truncated/invalid part-way (events before it are kept)
+              or not readable at all
+    """
+
+    tracks: pd.DataFrame
+    slices: pd.DataFrame
+    flows: pd.DataFrame
+    counters: pd.DataFrame
+    instants: pd.DataFrame
+    metadata: dict
+    args_path: str | None = None
+    args: pa.Table | None = None
+    errors: list = dataclasses.field(default_factory=list)
+    event_count: int = 0
+    decode_ranges: int = 1  # byte ranges decoded by separate processes (1: one process)
 
 
 def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
-    from .trace_json import TraceTables  # (it imports this module)
     track_keys, track_remap = b.tracks.finalize(lambda k: (_key(k[0]), _key(k[1])))
     names, name_remap = b.names.finalize(_text)
     cats, cat_remap = b.cats.finalize(lambda v: "" if v is None else _text(v))
