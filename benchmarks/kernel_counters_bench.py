@@ -5,7 +5,7 @@
 
 Builds `rows` kernel calls over `names` kernel names with the 14 PipeUtilization ratio
 columns (aic_* and aiv_*, 5% NaN as if N/A), then times `kernel_counters.table` (what the
-/kernels route adds), `kernels.table_with_counters` and one kernel's per-call distribution
+/kernels route adds), `kernel_counters.table_with_counters` and one kernel's per-call distribution
 (/kernels/pmu). Wall times, best of `--repeat`.
 """
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pandas as pd
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tb_plugin.analysis import kernel_counters as kc  # noqa: E402
-from tb_plugin.analysis import kernels  # noqa: E402
 from tb_plugin.model import Profile  # noqa: E402
 
 
@@ -53,7 +52,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     p = synthetic(a.rows, a.names)
     cases = [("kernel_counters.table", lambda: kc.table(p)),
-             ("kernels.table_with_counters", lambda: kernels.table_with_counters(p)),
+             ("kernel_counters.table_with_counters", lambda: kc.table_with_counters(p)),
              ("one kernel's distribution", lambda: kc.distribution(kc.call_rows(p, "kernel_7")))]
     print(f"{a.rows:,} calls, {a.names:,} names, load average {os.getloadavg()[0]:.1f}")
     for label, fn in cases:

@@ -296,3 +296,32 @@ def distribution(calls: pd.DataFrame) -> pd.DataFrame:
         })
     return pd.DataFrame(rows, columns=["ratio", "calls", "na_calls", "mean", "min", "p25",
                                        "p50", "p75", "p95", "max", "hist"])
+
+
+def table_with_counters(profile: Profile, group_by: str = "name", step: int | None = None,
+                        bound_ratio: float | None = None) -> pd.DataFrame:
+    """`kernels.table` plus the groups' PMU counter columns (`table`; empty cells for
+    groups without counters); `kernels.table` unchanged when the profile has none."""
+    t = kernels_view.table(profile, group_by, step)
+    kw = {} if bound_ratio is None else {"bound_ratio": bound_ratio}
+    counters = table(profile, group_by, step, **kw)
+    if len(counters) == 0:
+        return t
+    counters = counters.drop(columns=[c for c in counters.columns
+                                      if c in t.columns and c != group_by])
+    # A left join by position: each group's counters row (the first, should two labels
+    # read the same as text), or empty cells.
+    keys = pd.Index(counters[group_by].astype("string"))
+    first = np.flatnonzero(~keys.duplicated())
+    labels = t[group_by].astype("string")
+    hit = keys[first].get_indexer(labels)
+    at = np.where(hit >= 0, first[np.maximum(hit, 0)], -1)
+    cols = {c: t[c].array for c in t.columns}
+    cols[group_by] = labels.array
+    for c in counters.columns:
+        if c != group_by:
+            cols[c] = pd.api.extensions.take(counters[c].array, at, allow_fill=True)
+    out = pd.DataFrame(cols)
+    for col in ("pmu_calls", "block_dim_mismatch_calls"):  # counts stay integers (NA = none)
+        out[col] = out[col].astype("Int64")
+    return out

@@ -12,7 +12,7 @@ Definitions:
   wait time (the NPU "Wait Time", the gap the task waited before starting; 0 when the
   producer has none) and avg_wait_us = wait_us / calls.
 - `step` keeps only kernels the reader attributed to that step.
-- With AI Core PMU counters, `table_with_counters` adds each group's counter columns
+- With AI Core PMU counters, `kernel_counters.table_with_counters` adds each group's counter columns
   (analysis/kernel_counters.py: weighted mean ratios, pipe ratios, bound, Block Num waste).
 All times in microseconds (ns / 1000).
 """
@@ -112,37 +112,6 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None) -> 
     })
     return out.sort_values(["total_us", group_by], ascending=[False, True],
                            kind="stable").reset_index(drop=True)
-
-
-def table_with_counters(profile: Profile, group_by: str = "name", step: int | None = None,
-                        bound_ratio: float | None = None) -> pd.DataFrame:
-    """`table` plus the groups' PMU counter columns (kernel_counters.table; empty cells for
-    groups without counters); `table` unchanged when the profile has none."""
-    from . import kernel_counters  # it builds on this module
-
-    t = table(profile, group_by, step)
-    kw = {} if bound_ratio is None else {"bound_ratio": bound_ratio}
-    counters = kernel_counters.table(profile, group_by, step, **kw)
-    if len(counters) == 0:
-        return t
-    counters = counters.drop(columns=[c for c in counters.columns
-                                      if c in t.columns and c != group_by])
-    # A left join by position: each group's counters row (the first, should two labels
-    # read the same as text), or empty cells.
-    keys = pd.Index(counters[group_by].astype("string"))
-    first = np.flatnonzero(~keys.duplicated())
-    labels = t[group_by].astype("string")
-    hit = keys[first].get_indexer(labels)
-    at = np.where(hit >= 0, first[np.maximum(hit, 0)], -1)
-    cols = {c: t[c].array for c in t.columns}
-    cols[group_by] = labels.array
-    for c in counters.columns:
-        if c != group_by:
-            cols[c] = pd.api.extensions.take(counters[c].array, at, allow_fill=True)
-    out = pd.DataFrame(cols)
-    for col in ("pmu_calls", "block_dim_mismatch_calls"):  # counts stay integers (NA = none)
-        out[col] = out[col].astype("Int64")
-    return out
 
 
 def _empty(group_by: str) -> pd.DataFrame:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis import kernel_counters
-from ..analysis import kernels as kernels_view
 from ..analysis import op_types as op_types_view
 from ..analysis import tables
 from ..loading import Loader
@@ -44,7 +43,7 @@ def kernels(request, loader: Loader):
         bound = params.choice(request.args, "bound", kernel_counters.BOUND_CLASSES, "none")
     tp = params.table_params(request.args)
     df = _results.get_or_compute((key, "kernels+pmu", group_by, step),
-                                 lambda: kernels_view.table_with_counters(prof, group_by, step))
+                                 lambda: kernel_counters.table_with_counters(prof, group_by, step))
     has_counters = "bound" in df.columns
     if bound is not None:
         df = df[df["bound"].eq(bound).fillna(False).to_numpy(dtype=bool)] if has_counters \
