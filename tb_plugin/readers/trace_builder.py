@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 from .us_text import us_spans_to_ns, us_text_to_ns
 
 if TYPE_CHECKING:
-    from .trace_args import _ArgsSink
     from .trace_chunks import _Event
 
 _ANY = msgspec.json.Decoder()
@@ -100,8 +99,8 @@ def _text(v) -> str:
 
 
 class _Builder:
-    def __init__(self, sink: _ArgsSink, extract_args, extract_for):
-        self.sink = sink
+    def __init__(self, sink, extract_args, extract_for):
+        self.sink = sink  # where each event's args go (trace_args._ArgsSink)
         self.tracks = _Interner()   # (pid, tid) as written
         self.names = _Interner()
         self.cats = _Interner()
