@@ -82,3 +82,35 @@ def test_sigint_to_tensorboard_alone_ends_its_readers(large_logdir):
     assert "Traceback" not in tb.log(), tb.log()
     # The timeline build it interrupted takes seconds; an exit that waited for it would too.
     assert took < 2.0, took
+
+
+def test_held_requests_do_not_delay_the_exit(large_logdir):
+    """Requests held until the timeline is ready (`wait_ms`, up to 10 s) are cut short by
+    the exit, not waited for."""
+    import threading
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    tb, children = _busy_tensorboard(large_logdir)
+    run = tb.get("runs")["runs"][0]["name"]
+    info = tb.get("run", run=run)
+    prof = {"run": run, "worker": info["workers"][0]["name"],
+            "span": info["workers"][0]["spans"][0]}
+    url = f"{tb.api}/trace/tracks?" + urllib.parse.urlencode({**prof, "wait_ms": 10000})
+
+    def held():
+        try:
+            urllib.request.urlopen(url, timeout=30).read()
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass  # cut by the exit
+    threads = [threading.Thread(target=held, daemon=True) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # the requests are held now (the timeline takes seconds)
+    if not any(t.is_alive() for t in threads):
+        tb.stop()
+        pytest.skip("the timeline was ready before the requests could be held")
+    os.kill(tb.proc.pid, signal.SIGINT)
+    took = _exits_and_leaves_nothing(tb, children)
+    assert took < 8, took  # not the 10 s the requests could have been held
