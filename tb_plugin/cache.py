@@ -36,12 +36,11 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 import threading
 
 import msgspec
 
-from . import cache_store, storage
+from . import build_locks, cache_store, storage
 from .cache_store import CacheRoot, SharedCache, SharedCacheError
 from .lru import LRU
 from .model import WRITE_ASIDE, FileError, Profile, ProfileMeta, table_path, write_table
@@ -223,22 +222,23 @@ class ProfileCache:
         builds it, removed unless `commit` moved it into place; None when another process
         built the entry meanwhile. First, the unfinished build directories of the same key:
         one whose builder is at work (a second TensorBoard or a `cache build` on the same
-        cache, a Dask worker) is waited for, up to BUILDER_WAIT_S, instead of reading the
+        cache, a Dask worker) is waited for, up to `build_locks.BUILDER_WAIT_S`, instead of reading the
         same files twice; one whose builder is gone (a reader killed, TensorBoard stopped
         mid-build) is removed: each can hold hundreds of MB of spilled tables."""
         parent = os.path.join(self.root, key[:2])
         os.makedirs(parent, exist_ok=True)
-        prefix = f"{key}{_WORK_INFIX}"
-        for name in _listdir(parent):
+        prefix = f"{key}{WORK_INFIX}"
+        for name in listdir_or_empty(parent):
             if name.startswith(prefix):
-                _remove_abandoned(os.path.join(parent, name), wait_s=BUILDER_WAIT_S)
+                build_locks.remove_abandoned(os.path.join(parent, name),
+                                             wait_s=build_locks.BUILDER_WAIT_S)
         if self.has(key):  # a builder waited for committed it
             yield None
             return
         # Made under another name and locked before it takes the name the sweep above
         # looks for: a build directory by that name is always locked while it is in use.
         made = tempfile.mkdtemp(prefix=f"{key}.new-", dir=parent)
-        with _build_lock(made, wait=True):
+        with build_locks.locked(made, wait=True):
             work = made.replace(f"{key}.new-", prefix, 1)
             os.rename(made, work)
             try:
@@ -255,8 +255,8 @@ class ProfileCache:
         directory in it is a reader's scratch (the parallel trace ranges), and a file
         written aside (`model.WRITE_ASIDE`) a table that was being written."""
         directory = self.entry_dir(key)
-        with _build_lock(directory, wait=True):
-            for name in _listdir(directory):
+        with build_locks.locked(directory, wait=True):
+            for name in listdir_or_empty(directory):
                 path = os.path.join(directory, name)
                 if os.path.isdir(path):
                     shutil.rmtree(path, ignore_errors=True)
@@ -302,7 +302,7 @@ class ProfileCache:
         try:
             if not self.shared.fetch(self._entry_rel(key, META_FILE), tmp):
                 return False
-            if not _trace_ready(tmp):
+            if not meta_trace_ready(tmp):
                 return False
             os.replace(tmp, os.path.join(directory, META_FILE))
         except SharedCacheError as exc:
@@ -324,80 +324,12 @@ class ProfileCache:
         write_profile(self.entry_dir(key), profile)
         self._publish(key)
 
-    # ---- maintenance (npu-profiler cache info / clear) ---------------------------------
-    def stats(self) -> dict:
-        """What this cache holds: complete entries (and how many have their timeline),
-        unfinished build directories, derived documents per kind, bytes on disk, and the
-        directories of other cache versions (stale: nothing reads them)."""
-        entries = timelines = unfinished = 0
-        derived: dict[str, int] = {}
-        size = 0
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel = os.path.relpath(dirpath, self.root).split(os.sep)
-            size += sum(_size(os.path.join(dirpath, f)) for f in filenames)
-            if len(rel) == 2 and len(rel[0]) == 2:  # <key[:2]>/<key>[.tmp-*]
-                if _WORK_INFIX in rel[1]:
-                    unfinished += 1
-                elif META_FILE in filenames:
-                    entries += 1
-                    timelines += _trace_ready(os.path.join(dirpath, META_FILE))
-            elif len(rel) == 2 and len(rel[1]) == 2:  # <kind>/<key[:2]>/<key><suffix>
-                derived[rel[0]] = derived.get(rel[0], 0) + len(filenames)
-        parent = os.path.dirname(self.root)
-        others = sorted(d for d in _listdir(parent)
-                        if d.startswith("v") and d[1:].isdigit() and d != f"v{VERSION}")
-        out = {"root": str(self.root), "version": VERSION, "entries": entries,
-               "entries_with_timeline": timelines, "unfinished": unfinished,
-               "derived": dict(sorted(derived.items())), "bytes": size,
-               "other_versions": others}
-        if self.shared is not None:
-            out["shared"] = self.shared_stats()
-        return out
-
-    def shared_stats(self) -> dict:
-        """The same figures for the shared cache (one listing, then every meta.json)."""
-        files = self.shared.files()
-        metas = [rel for rel in files if rel.count("/") == 2 and len(rel.split("/")[0]) == 2
-                 and rel.endswith(f"/{META_FILE}")]
-        derived: dict[str, int] = {}
-        for rel in files:
-            parts = rel.split("/")
-            if len(parts) == 3 and len(parts[1]) == 2 and len(parts[0]) != 2:
-                derived[parts[0]] = derived.get(parts[0], 0) + 1
-        timelines = 0
-        for data in self.shared.read_many(metas).values():
-            try:
-                timelines += bool(json.loads(data).get("meta", {}).get("trace_ready"))
-            except (ValueError, AttributeError):
-                pass
-        return {"url": self.shared.display, "entries": len(metas),
-                "entries_with_timeline": timelines, "bytes": sum(files.values()),
-                "derived": dict(sorted(derived.items())),
-                "other_versions": [v for v in self.shared.versions() if v != f"v{VERSION}"]}
-
     def has_shared(self, keys: list[str]) -> set[str]:
         """Which of these entries the shared cache has complete (one listing)."""
         if self.shared is None:
             return set()
         files = self.shared.files()
         return {k for k in keys if self._entry_rel(k, META_FILE) in files}
-
-    def clear(self, all_versions: bool = False) -> list[str]:
-        """Remove this version's entries (and with `all_versions`, every version's); the
-        directories removed. Entries open elsewhere stay readable until closed (POSIX)."""
-        parent = os.path.dirname(self.root)
-        names = ([d for d in _listdir(parent) if d.startswith("v") and d[1:].isdigit()]
-                 if all_versions else [os.path.basename(self.root)])
-        removed = []
-        for name in sorted(names):
-            path = os.path.join(parent, name)
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
-        os.makedirs(self.root, exist_ok=True)
-        if self.publishes:  # a read-only shared cache is left alone (cache info says so)
-            removed += self.shared.remove(all_versions)
-        return removed
 
     # ---- derived results kept next to the entries ---------------------------------------
     def derived_path(self, kind: str, key: str, suffix: str) -> str:
@@ -473,87 +405,17 @@ class DerivedStore:
         return doc
 
 
-_WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build directory
+WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build directory
 
 
-@contextlib.contextmanager
-def _build_lock(directory: str, wait: bool):
-    """An exclusive lock on a build directory, held by the process that builds in it; the
-    kernel releases it when that process ends, however it ends. Yields whether it was
-    taken (always, with `wait`). Where locks are not to be had (no `fcntl`, a file system
-    without them) a builder goes on unlocked and nothing is taken for abandoned."""
-    try:
-        import fcntl
-    except ImportError:
-        yield wait
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            taken = False
-        except OSError:
-            taken = wait
-        else:
-            taken = True
-        yield taken
-    finally:
-        os.close(fd)  # releases the lock
-
-
-BUILDER_WAIT_S = 600.0  # how long a builder waits for another one of the same entry
-_BUILDER_POLL_S = 0.1
-
-
-def _remove_abandoned(work: str, wait_s: float = 0.0) -> None:
-    """Remove a stage-1 build directory whose builder is gone (nobody holds its lock). With
-    `wait_s`, a directory still locked is waited for that long first (its builder either
-    commits it, renaming it away, or leaves it to be removed here)."""
-    deadline = time.monotonic() + wait_s
-    while _remove_if_unlocked(work) == "held" and time.monotonic() < deadline:
-        time.sleep(_BUILDER_POLL_S)
-
-
-def _remove_if_unlocked(work: str) -> str:
-    """"removed", "gone" (no such directory: committed, or removed by another), "held" (its
-    builder is at work) or "unknown" (no locks here: then nothing is taken for abandoned)."""
-    try:
-        import fcntl
-    except ImportError:
-        return "unknown"
-    try:
-        fd = os.open(work, os.O_RDONLY)
-    except OSError:
-        return "gone"
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "held"
-        except OSError:
-            return "unknown"
-        shutil.rmtree(work, ignore_errors=True)  # (by its old name only: a committed
-        return "removed"                          # directory was renamed away)
-    finally:
-        os.close(fd)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.lstat(path).st_size
-    except OSError:
-        return 0
-
-
-def _listdir(path: str) -> list[str]:
+def listdir_or_empty(path: str) -> list[str]:
     try:
         return os.listdir(path)
     except OSError:
         return []
 
 
-def _trace_ready(meta_path: str) -> bool:
+def meta_trace_ready(meta_path: str) -> bool:
     try:
         with open(meta_path, encoding="utf-8") as fh:
             return bool(json.load(fh).get("meta", {}).get("trace_ready"))

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from . import storage
+from . import cache_maintenance, storage
 from .advisor import runs as advisor_runs
 from .advisor import thresholds as advisor_thresholds
 from .analysis import overview
@@ -276,7 +276,7 @@ def cmd_cache_info(args) -> int:
     cache = _cache_or_error()
     if cache is None:
         return 2
-    info = cache.stats()
+    info = cache_maintenance.stats(cache)
     if args.logdir is not None:
         try:  # a remote logdir is listed into its local mirror first
             source = storage.open_logdir(args.logdir, cache.mirror_root())
@@ -326,7 +326,7 @@ def cmd_cache_clear(args) -> int:
     cache = _cache_or_error()
     if cache is None:
         return 2
-    removed = cache.clear(all_versions=args.all_versions)
+    removed = cache_maintenance.clear(cache, all_versions=args.all_versions)
     for path in removed:
         print(f"removed {path}")
     if not removed:
