@@ -43,13 +43,17 @@ def locked(directory: str, wait: bool):
         os.close(fd)  # releases the lock
 
 
-def remove_abandoned(work: str, wait_s: float = 0.0) -> None:
+def remove_abandoned(work: str, wait_s: float = 0.0) -> bool:
     """Remove a build directory whose builder is gone (nobody holds its lock). With
     `wait_s`, a directory still held is waited for that long first (its builder either
-    commits it, renaming it away, or leaves it to be removed here)."""
+    commits it, renaming it away, or leaves it to be removed here). Whether a live builder
+    was found (and waited for)."""
     deadline = time.monotonic() + wait_s
+    waited = False
     while _remove_if_unlocked(work) == "held" and time.monotonic() < deadline:
+        waited = True
         time.sleep(_POLL_S)
+    return waited
 
 
 def _remove_if_unlocked(work: str) -> str:

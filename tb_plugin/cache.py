@@ -228,11 +228,12 @@ class ProfileCache:
         parent = os.path.join(self.root, key[:2])
         os.makedirs(parent, exist_ok=True)
         prefix = f"{key}{WORK_INFIX}"
+        waited = False
         for name in listdir_or_empty(parent):
             if name.startswith(prefix):
-                build_locks.remove_abandoned(os.path.join(parent, name),
-                                             wait_s=build_locks.BUILDER_WAIT_S)
-        if self.has(key):  # a builder waited for committed it
+                waited |= build_locks.remove_abandoned(os.path.join(parent, name),
+                                                       wait_s=build_locks.BUILDER_WAIT_S)
+        if waited and self.has(key):  # the builder waited for committed it
             yield None
             return
         # Made under another name and locked before it takes the name the sweep above
