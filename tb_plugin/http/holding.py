@@ -64,24 +64,25 @@ def answer(loader: Loader, wait_s: float, compute: Callable[[], Response]) -> Re
                 first_progress = progress
             elif progress != first_progress:
                 raise  # the progress moved: shown now
-            left = deadline - time.monotonic()
-            if left <= 0 or loader.stopped or not _held.acquire(blocking=False):
+            if not _hold(loader, seen, deadline - time.monotonic()):
                 raise
-            try:
-                loader.wait_changed(seen, left)
-            finally:
-                _held.release()
 
 
 def hold_while_unchanged(loader: Loader, args) -> None:
     """With `since` and `wait_ms`: wait while the loader's generation is still `since`."""
     since = params.integer(args, "since", lo=0, hi=params.MAX_INT)
-    wait_s = wait_seconds(args)
-    if since is None or wait_s <= 0 or loader.stopped or loader.generation != since:
-        return
-    if not _held.acquire(blocking=False):
-        return
+    if since is not None:
+        _hold(loader, since, wait_seconds(args))
+
+
+def _hold(loader: Loader, since: int, seconds: float) -> bool:
+    """Wait up to `seconds` for the loader's generation to move past `since`, in one of the
+    MAX_HELD slots. False when the request is not to be held (no time left, the loader
+    stopped, every slot taken)."""
+    if seconds <= 0 or loader.stopped or not _held.acquire(blocking=False):
+        return False
     try:
-        loader.wait_changed(since, wait_s)
+        loader.wait_changed(since, seconds)
     finally:
         _held.release()
+    return True

@@ -53,13 +53,13 @@ class Loader:
         if readers is None:
             readers = start_pool(max_workers, scheduler, warm=False)
         self._pool, self._pool_note, warming = readers
-        self._poll = PollLoop(self.scan, poll_seconds, on_scanned=self._first_scan_done)
+        # `/runs` says "scanned" once the first scan is done: a change of what it answers.
+        self._poll = PollLoop(self.scan, poll_seconds, on_first_scan=self._changed)
         self._lock = threading.RLock()
         # Counts the changes of the spans' states; requests held until a profile is loaded
         # or the run list changes (`http/holding.py`) wait on it instead of polling.
         self._changes = threading.Condition()
         self._generation = 0
-        self._first_scanned = False
         self._runs: dict[str, discovery.Run] = {}
         self._spans: dict[SpanId, SpanState] = {}
         self._notes: list[str] = []
@@ -91,10 +91,6 @@ class Loader:
         self._pool.shutdown(terminate=terminate_readers)
         self._changed()  # held requests answer now
 
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
-
     # ---- changes -----------------------------------------------------------------------
     @property
     def generation(self) -> int:
@@ -117,7 +113,7 @@ class Loader:
         return self._poll.wait_scanned(timeout)
 
     @property
-    def _stopped(self) -> bool:
+    def stopped(self) -> bool:
         # The pool stops on its own when the interpreter exits (loading/pool.py).
         return self._poll.stopped or self._pool.stopped
 
@@ -161,11 +157,6 @@ class Loader:
         if changed or failure is not None:
             self._changed()
 
-    def _first_scan_done(self) -> None:
-        if not self._first_scanned:  # `/runs` says "scanned" from now on
-            self._first_scanned = True
-            self._changed()
-
     def _retry_fetches(self) -> list[SpanState]:
         """Fresh states for the spans whose fetch failed, still at the same files."""
         fresh = []
@@ -197,7 +188,7 @@ class Loader:
         else:
             self._views_built(st)
         self._changed()
-        if not self._stopped:
+        if not self.stopped:
             self._start_traces()  # this may have been the last view being loaded
 
     def _views_built(self, st: SpanState) -> None:
@@ -255,13 +246,13 @@ class Loader:
                 facts = self._read_facts(st)
                 if facts is not None:
                     st.trace_finished(facts)
-                    if not self._stopped:
+                    if not self.stopped:
                         self._start_advice(st)
         finally:
             with self._lock:
                 self._traces_running = max(0, self._traces_running - 1)
             self._changed()
-            if not self._stopped:
+            if not self.stopped:
                 self._start_traces()
 
     def _start_advice(self, st: SpanState) -> None:

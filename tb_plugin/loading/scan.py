@@ -41,10 +41,10 @@ class PollLoop:
     tried again next time."""
 
     def __init__(self, scan: Callable[[], None], seconds: float,
-                 on_scanned: Callable[[], None] | None = None):
+                 on_first_scan: Callable[[], None] | None = None):
         self._scan = scan
         self.seconds = seconds
-        self._on_scanned = on_scanned  # after each scan, once `wait_scanned` holds
+        self._on_first_scan = on_first_scan  # once, when `wait_scanned` starts to hold
         self._scanned = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -72,7 +72,8 @@ class PollLoop:
                 self._scan()
             except Exception:
                 log.error("discovery failed\n%s", traceback.format_exc())
-            self._scanned.set()
-            if self._on_scanned is not None:
-                self._on_scanned()
+            if not self._scanned.is_set():
+                self._scanned.set()
+                if self._on_first_scan is not None:
+                    self._on_first_scan()
             self._stop.wait(self.seconds)
