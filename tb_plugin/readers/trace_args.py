@@ -38,10 +38,13 @@ class _ArgsSink:
         """`add` of raw JSON args values (msgspec.Raw, valid UTF-8; `lens`: their lengths,
         when known): one buffer, no Python string per event; an event without args is a
         null."""
+        return self.add_array(_raw_array(raws, pa.string(), lens))
+
+    def add_array(self, texts: pa.Array) -> int:
+        """`add` of args texts that are already one Arrow string array (nulls: no args)."""
         first = self.rows
-        self._write(pa.record_batch([_raw_array(raws, pa.string(), lens)],
-                                    schema=self._schema))
-        self.rows += len(raws)
+        self._write(pa.record_batch([texts], schema=self._schema))
+        self.rows += len(texts)
         return first
 
     def add_file(self, path: str) -> int:

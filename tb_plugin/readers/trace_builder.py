@@ -26,6 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import trace_scanned as sc
+from .trace_chunks import _EVENTS
+from .trace_scanned import ScannedChunk
 from .us_text import us_spans_to_ns, us_text_to_ns
 
 if TYPE_CHECKING:
@@ -142,24 +145,30 @@ class _Builder:
     def _track_codes(self, pids: list, tids: list) -> np.ndarray:
         """(pid, tid) codes: integer ids (the usual case) are paired as numbers, so only each
         chunk's distinct pairs are interned; anything else goes pair by pair."""
-        p, t = np.array(pids), np.array(tids)
-        if p.dtype == np.int64 and t.dtype == np.int64 and len(p) and p.min() >= 0 \
-                and t.min() >= 0 and p.max() < 2 ** 31 and t.max() < 2 ** 31:
+        codes = self._int_track_codes(np.array(pids), np.array(tids))
+        return codes if codes is not None else self.tracks.codes(list(zip(pids, tids)))
+
+    def _int_track_codes(self, p: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+        """`_track_codes` of pids / tids that numpy made int64 arrays (else None)."""
+        if p.dtype == np.int64 and t.dtype == np.int64 and p.ndim == t.ndim == 1 and len(p) \
+                and p.min() >= 0 and t.min() >= 0 and p.max() < 2 ** 31 and t.max() < 2 ** 31:
             inverse, uniq = pd.factorize((p << 32) | t)
             codes = self.tracks.codes([(k >> 32, k & 0xFFFFFFFF) for k in uniq.tolist()])
             return codes[inverse]
-        return self.tracks.codes(list(zip(pids, tids)))
+        return None
 
-    def _extract(self, evs: list[_Event], raws: list, lens: np.ndarray, part: dict,
+    def _extract(self, phs: np.ndarray | None, raws_at, lens: np.ndarray, part: dict,
                  ph: str | None) -> None:
+        """The extracted args columns of a part: `phs` the events' phases (an object array;
+        None when they share `ph`), `raws_at(rows)` their raw args at `rows` (bytes),
+        `lens` the raw args' lengths."""
         names = list(self.extract_args)
-        n = len(raws)
+        n = len(lens)
         want = lens > 0
         if self.extract_for is not None:
             # The filter is a function of (ph, cat): asked once per distinct pair of the
             # chunk (categories by their interned code).
-            ph_codes, phs = ((0, [ph]) if ph is not None
-                             else pd.factorize(np.array([e.ph for e in evs], object)))
+            ph_codes, phs = (0, [ph]) if ph is not None else pd.factorize(phs)
             width = len(self.cats.values)
             pairs, inverse = np.unique(ph_codes * width + part["cat"], return_inverse=True)
             verdict = np.array([bool(self.extract_for(phs[k // width],
@@ -169,7 +178,7 @@ class _Builder:
         cols = [np.full(n, None, object) for _ in names]
         rows = np.flatnonzero(want)
         if len(rows):
-            chosen = _pick(raws, rows)
+            chosen = raws_at(rows)
             try:  # one decode for the chunk's args; one bad args object: each on its own
                 decoded = self._args_list_dec.decode(b"[" + b",".join(chosen) + b"]")
                 ok_rows = rows
@@ -214,7 +223,9 @@ class _Builder:
             "cat": self.cats.codes([e.cat for e in evs]),
         }
 
-    def add(self, evs: list[_Event]) -> None:
+    def add(self, evs: list[_Event] | ScannedChunk) -> None:
+        if isinstance(evs, ScannedChunk):
+            return self._add_scanned(evs)
         n = len(evs)
         self.count += n
         if not n:
@@ -229,14 +240,7 @@ class _Builder:
                 return []
             return values if len(present) == 1 else _pick(values, np.flatnonzero(kinds == kind))
 
-        for e in group(_META):
-            self.meta_events.append((e.name, _key(e.pid), _key(e.tid), e.args))
-        for e in group(_BEGIN_END):
-            self.be_events.append((e.ph, self.track(e.pid, e.tid), bytes(e.ts), e.name,
-                                   e.cat, bytes(e.args) if e.args else b""))
-        counters = group(_COUNTER)
-        if counters:
-            self._counters(counters)
+        self._one_by_one(group(_META), group(_BEGIN_END), group(_COUNTER))
         xs = group(_SLICE)
         if xs:
             part = self._common(xs)
@@ -258,6 +262,17 @@ class _Builder:
                                         len(flows))
             self.flow_parts.append(_finish_part(part, has_dur=False))
 
+    def _one_by_one(self, meta: list[_Event], begin_end: list[_Event],
+                    counters: list[_Event]) -> None:
+        """The kinds of events taken one by one (few in any trace)."""
+        for e in meta:
+            self.meta_events.append((e.name, _key(e.pid), _key(e.tid), e.args))
+        for e in begin_end:
+            self.be_events.append((e.ph, self.track(e.pid, e.tid), bytes(e.ts), e.name,
+                                   e.cat, bytes(e.args) if e.args else b""))
+        if counters:
+            self._counters(counters)
+
     def _args(self, evs: list[_Event], part: dict, ph: str | None = None) -> None:
         """The args side file rows, and the extracted args columns (`ph`: the phase of every
         event of `evs`, when they share one)."""
@@ -265,7 +280,81 @@ class _Builder:
         lens = np.fromiter(map(len, raws), np.int64, len(raws))
         part["args_row"] = self.sink.add_raw(raws, lens)
         if self.extract_args:
-            self._extract(evs, raws, lens, part, ph)
+            phs = None if ph is not None else np.array([e.ph for e in evs], object)
+            self._extract(phs, lambda rows: _pick(raws, rows), lens, part, ph)
+
+    # The same parts from a scanned chunk (trace_scanned): per field, not per event. Each
+    # step gives what its counterpart above gives for the same events.
+
+    def _add_scanned(self, ch: ScannedChunk) -> None:
+        n = len(ch)
+        self.count += n
+        if not n:
+            return
+        ph_values, ph_index = ch.ph()
+        kinds = _phase_kinds(ph_values)[ph_index]
+        present = np.unique(kinds).tolist()
+
+        def rows(kind) -> np.ndarray | None:
+            return np.flatnonzero(kinds == kind) if kind in present else None
+
+        self._one_by_one(*[_EVENTS.decode(ch.objects(r)) if (r := rows(k)) is not None else []
+                           for k in (_META, _BEGIN_END, _COUNTER)])
+        r = rows(_SLICE)
+        if r is not None:
+            part = self._common_scanned(ch, r)
+            part["dur_ns"] = np.maximum(us_spans_to_ns(ch.buf, *ch.bounds(sc.DUR, r)), 0)
+            self._args_scanned(ch, r, part, "X")
+            self.x_parts.append(_finish_part(part))
+        r = rows(_INSTANT)
+        if r is not None:
+            part = self._common_scanned(ch, r)
+            scopes, index = ch.values(sc.S, r)
+            part["scope"] = sc.as_object_lut(
+                [v if isinstance(v, str) else "" for v in scopes])[index].tolist()
+            self._args_scanned(ch, r, part)
+            self.i_parts.append(_finish_part(part, has_dur=False))
+        r = rows(_FLOW)
+        if r is not None:
+            part = self._common_scanned(ch, r)
+            part["flow_id"] = _scanned_flow_ids(ch, r)
+            phase_of = np.array([_FLOW_PHASES.index(p) if p in _FLOW_PHASES else 0
+                                 for p in ph_values], np.int8)
+            part["phase"] = phase_of[ph_index[r]]
+            self.flow_parts.append(_finish_part(part, has_dur=False))
+
+    def _common_scanned(self, ch: ScannedChunk, r: np.ndarray) -> dict:
+        return {
+            "track_id": self._scanned_track_codes(ch, r),
+            "ts": us_spans_to_ns(ch.buf, *ch.bounds(sc.TS, r)),
+            "name": _scanned_codes(self.names, ch, sc.NAME, r),
+            "cat": _scanned_codes(self.cats, ch, sc.CAT, r),
+        }
+
+    def _scanned_track_codes(self, ch: ScannedChunk, r: np.ndarray) -> np.ndarray:
+        pids, p_index = ch.values(sc.PID, r)
+        tids, t_index = ch.values(sc.TID, r)
+        try:  # numpy infers one dtype from the distinct values as from all of them
+            p, t = np.array(pids), np.array(tids)
+        except ValueError:  # ragged (a list as a pid)
+            p = t = None
+        if p is not None and p.ndim == t.ndim == 1:
+            codes = self._int_track_codes(p[p_index], t[t_index])
+            if codes is not None:
+                return codes
+        return self.tracks.codes(list(zip(sc.as_object_lut(pids)[p_index].tolist(),
+                                          sc.as_object_lut(tids)[t_index].tolist())))
+
+    def _args_scanned(self, ch: ScannedChunk, r: np.ndarray, part: dict,
+                      ph: str | None = None) -> None:
+        texts = ch.texts(sc.ARGS, r, pa.string())
+        part["args_row"] = self.sink.add_array(texts)
+        if self.extract_args:
+            raws = texts.view(pa.binary())
+            ph_values, ph_index = ch.ph()
+            phs = None if ph is not None else sc.as_object_lut(ph_values)[ph_index[r]]
+            self._extract(phs, lambda rows: raws.take(rows).to_pylist(), ch.lens(sc.ARGS, r),
+                          part, ph)
 
     def _counters(self, evs: list[_Event]) -> None:
         tracks = self.tracks.codes([(e.pid, e.tid) for e in evs])
@@ -389,6 +478,26 @@ def _raw_us_to_ns(raws: list) -> np.ndarray:
         bounds[1:-1] = commas
         return us_spans_to_ns(enc, bounds[:-1] + 1, bounds[1:])
     return us_text_to_ns(_raw_array(raws, pa.binary()))
+
+
+def _scanned_codes(interner: _Interner, ch: ScannedChunk, field: int,
+                   r: np.ndarray) -> np.ndarray:
+    """`interner.codes` of a scanned field's values at `r`: each distinct one interned in
+    order of first appearance, as the row by row lookup would."""
+    distinct, index = ch.values(field, r)
+    return interner.codes(distinct)[index]
+
+
+def _scanned_flow_ids(ch: ScannedChunk, r: np.ndarray) -> pa.Array:
+    """`_flow_ids` of scanned flow events: integer ids (every one a JSON integer) convert in
+    Arrow from their text; the others through `_flow_ids`."""
+    ids = ch.texts(sc.ID, r)
+    if ids.null_count == 0:
+        try:
+            return pc.cast(ids.cast(pa.string()), pa.int64()).cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return _flow_ids(ch.row_values(sc.ID, r).tolist(), ch.row_values(sc.ID2, r).tolist())
 
 
 def _pick(values: list, rows: np.ndarray) -> list:

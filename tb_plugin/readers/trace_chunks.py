@@ -24,6 +24,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from . import trace_scanned
+
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _BARE_NA = re.compile(rb'(?<!")N/A(?!")')
 
@@ -271,6 +273,11 @@ def _decode(data: bytes, repairs: _Utf8Repairs | None = None):
     replaced = 0
     if repairs is not None:
         data, replaced = _valid_utf8(data)
+    scanned = trace_scanned.scan(data)
+    if scanned is not None:
+        if repairs is not None:
+            repairs.sequences += replaced
+        return scanned, None
     try:
         evs = _EVENTS.decode(data)
     except msgspec.DecodeError as exc:
