@@ -23,7 +23,7 @@ setup(
     # msgspec alone, same results, slower); wheels built for a platform carry it compiled.
     ext_modules=[Extension("tb_plugin.readers._trace_scan",
                            ["tb_plugin/readers/_trace_scan.c"],
-                           extra_compile_args=["-O2"], optional=True)],
+                           extra_compile_args=["-O3"], optional=True)],
     package_data={"tb_plugin": ["static/*", "static/**/*"]},
     include_package_data=True,
     install_requires=[

@@ -51,6 +51,9 @@ class _Interner:
     def __init__(self):
         self.table: dict = {}
         self.values: list = []
+        # Raw JSON text -> code, for scanned chunks (`_scanned_codes`): a name seen in an
+        # earlier chunk is neither decoded nor looked up by value again.
+        self.by_text: dict = {}
 
     def codes(self, values) -> np.ndarray:
         get = self.table.get
@@ -482,22 +485,34 @@ def _raw_us_to_ns(raws: list) -> np.ndarray:
 
 def _scanned_codes(interner: _Interner, ch: ScannedChunk, field: int,
                    r: np.ndarray) -> np.ndarray:
-    """`interner.codes` of a scanned field's values at `r`: each distinct one interned in
-    order of first appearance, as the row by row lookup would."""
-    distinct, index = ch.values(field, r)
-    return interner.codes(distinct)[index]
+    """`interner.codes` of a scanned field's values at `r`: each distinct text not seen in
+    an earlier chunk decoded and interned, in order of first appearance, as the row by row
+    lookup would."""
+    encoded = ch.texts(field, r).dictionary_encode(null_encoding="encode")
+    texts = encoded.dictionary.to_pylist()  # raw JSON (bytes), None where absent
+    by_text = interner.by_text
+    codes = np.fromiter(map(by_text.get, texts, repeat(-1)), np.int32, len(texts))
+    new = np.flatnonzero(codes == -1).tolist()
+    if new:
+        new_texts = [texts[i] for i in new]
+        got = interner.codes(ch.decode(field, new_texts))
+        codes[new] = got
+        by_text.update(zip(new_texts, got.tolist()))
+    return codes[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _scanned_flow_ids(ch: ScannedChunk, r: np.ndarray) -> pa.Array:
-    """`_flow_ids` of scanned flow events: integer ids (every one a JSON integer) convert in
-    Arrow from their text; the others through `_flow_ids`."""
-    ids = ch.texts(sc.ID, r)
-    if ids.null_count == 0:
-        try:
-            return pc.cast(ids.cast(pa.string()), pa.int64()).cast(pa.string())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
+    """`_flow_ids` of scanned flow events. Where every id is a JSON integer or a string
+    without escapes (torch_npu mixes the two), its text is `_flow_ids`' text: the digits of
+    the integer (JSON writes no leading zero or plus), the string without its quotes; Arrow
+    makes the column from the raw texts. Anything else goes through `_flow_ids`."""
+    ids = ch.texts(sc.ID, r, pa.string())
+    if ids.null_count == 0 and pc.all(pc.match_substring_regex(ids, _PLAIN_ID)).as_py():
+        return pc.utf8_trim(ids, '"')
     return _flow_ids(ch.row_values(sc.ID, r).tolist(), ch.row_values(sc.ID2, r).tolist())
+
+
+_PLAIN_ID = r'^(?:-?[1-9][0-9]*|0|"[^"\\]*")$'  # not -0: that is the integer 0
 
 
 def _pick(values: list, rows: np.ndarray) -> list:

@@ -82,10 +82,14 @@ class ScannedChunk:
         them): each distinct text decoded once, the field's default where it is absent (as
         a struct of the general path holds it)."""
         encoded = self.texts(field, rows).dictionary_encode(null_encoding="encode")
-        default = _DEFAULTS[field]
-        distinct = [default if t is None else _ANY.decode(t)
-                    for t in encoded.dictionary.to_pylist()]
+        distinct = self.decode(field, encoded.dictionary.to_pylist())
         return distinct, encoded.indices.to_numpy(zero_copy_only=False)
+
+    @staticmethod
+    def decode(field: int, texts: list) -> list:
+        """Raw texts of `field` (None: absent) -> values, as a general path struct holds."""
+        default = _DEFAULTS[field]
+        return [default if t is None else _ANY.decode(t) for t in texts]
 
     def ph(self) -> tuple[list, np.ndarray]:
         """`values(PH)`, kept: every part of the builder asks for it."""
