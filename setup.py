@@ -18,11 +18,12 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["tb_plugin", "tb_plugin.*"]),
-    # The trace events' field scanner (tb_plugin/readers/_trace_scan.c): optional, so an
-    # install without a C compiler still works (trace_chunks then decodes every chunk with
-    # msgspec alone, same results, slower); wheels built for a platform carry it compiled.
-    ext_modules=[Extension("tb_plugin.readers._trace_scan",
-                           ["tb_plugin/readers/_trace_scan.c"],
+    # The readers' compiled helpers (tb_plugin/readers/_native.c: the trace events' field
+    # scanner, exact µs text -> ns): optional, so an install without a C compiler still
+    # works (every helper has a numpy/msgspec counterpart with the same results, slower);
+    # wheels built for a platform carry it compiled.
+    ext_modules=[Extension("tb_plugin.readers._native",
+                           ["tb_plugin/readers/_native.c"],
                            extra_compile_args=["-O3"], optional=True)],
     package_data={"tb_plugin": ["static/*", "static/**/*"]},
     include_package_data=True,

@@ -1,7 +1,7 @@
 """One chunk of trace events as the byte spans of their fields (`ScannedChunk`).
 
 What it holds: the chunk's bytes and, per event, where the value of each field the builder
-uses lies in them (found by the C scanner `_trace_scan`); the raw texts of a field as one
+uses lies in them (found by the C scanner `_native.scan`); the raw texts of a field as one
 Arrow array over a gathered buffer (`texts`); a field's values decoded once per distinct
 text (`values`); the events of a few rows as JSON again (`objects`), for the general path's
 structs.
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 try:
-    from ._trace_scan import FIELDS, gather as _gather, scan as _scan
+    from ._native import FIELDS, gather as _gather, scan as _scan
     AVAILABLE = True
 except ImportError:  # not compiled: see setup.py's optional extension
     FIELDS, _gather, _scan, AVAILABLE = (), None, None, False

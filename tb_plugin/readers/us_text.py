@@ -19,6 +19,11 @@ import pyarrow.compute as pc
 
 from .text_cells import _as_arrow, may_need_trim
 
+try:
+    from ._native import us_to_ns as _native_us_to_ns
+except ImportError:  # not compiled (setup.py's optional extension)
+    _native_us_to_ns = None
+
 
 def us_text_to_ns(values) -> np.ndarray:
     """Parse microsecond timestamps/durations given as text (or numbers) to int64 ns, exactly.
@@ -52,7 +57,25 @@ def us_text_to_ns(values) -> np.ndarray:
 
 def us_spans_to_ns(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """`us_text_to_ns` of the texts buf[starts[i]:ends[i]] (bytes of one buffer, e.g. an Arrow
-    string array's data or the raw JSON values of a trace chunk), vectorized per text shape.
+    string array's data or the raw JSON values of a trace chunk).
+
+    With the readers' compiled helpers (`_native.us_to_ns`), plain decimals are parsed there
+    in one pass and only the other texts here; without them, all here
+    (`_us_spans_numpy`): the same numbers either way."""
+    if _native_us_to_ns is None or len(starts) == 0 or len(buf) == 0:
+        return _us_spans_numpy(buf, starts, ends)
+    starts = np.ascontiguousarray(starts, np.int64)
+    ends = np.ascontiguousarray(ends, np.int64)
+    ns, slow = _native_us_to_ns(np.ascontiguousarray(buf, np.uint8), starts, ends)
+    out = np.frombuffer(ns, np.int64)
+    rows = np.flatnonzero(np.frombuffer(slow, np.bool_))
+    if len(rows):
+        out[rows] = _us_spans_numpy(buf, starts[rows], ends[rows])
+    return out
+
+
+def _us_spans_numpy(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """`us_spans_to_ns` in numpy, vectorized per text shape.
 
     Why: a trace holds millions of timestamps and durations, and nearly all of them have one
     of a few shapes (the same length and the same position of the point). Texts of one shape

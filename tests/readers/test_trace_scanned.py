@@ -1,4 +1,4 @@
-"""The compiled field scanner (`_trace_scan`, `trace_scanned`) against msgspec.
+"""The compiled field scanner (`_native.scan`, `trace_scanned`) against msgspec.
 
 Two claims, each tested against the general path (every chunk decoded by msgspec into
 `_Event` structs, as an install without the compiled scanner does):

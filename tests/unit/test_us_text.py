@@ -111,3 +111,21 @@ def test_raw_args_values_decode_as_json_would():
         assert got.dtype == object and len(got) == len(want)
         for g, w in zip(got.tolist(), want):
             assert g == w and type(g) is type(w), (g, w)
+
+
+def test_without_the_compiled_helper_the_numbers_are_the_same(monkeypatch):
+    """`_native.us_to_ns` parses the plain decimals, numpy the rest; numpy alone (an install
+    without the compiled helpers) gives the same numbers, and both match the reference."""
+    from tb_plugin.readers import us_text
+
+    assert us_text._native_us_to_ns is not None  # CI compiles it: else this compares nothing
+    texts = _texts(20261202, 6000)
+    texts += ['""""1.5""""', '   7   ', '\t\t\t\t8', "0" * 24, "1" * 25, "+" * 3, "-0", "-0.0"]
+    arr = pa.array(texts, pa.string())
+    native = us_text_to_ns(arr)
+    monkeypatch.setattr(us_text, "_native_us_to_ns", None)
+    numpy_only = us_text_to_ns(arr)
+    bad = np.flatnonzero(native != numpy_only)
+    assert not len(bad), [(texts[i], int(native[i]), int(numpy_only[i])) for i in bad[:5]]
+    want = np.array([reference_ns(t) for t in texts[:6000]], np.int64)
+    assert (native[:6000] == want).all()

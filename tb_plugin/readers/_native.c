@@ -1,5 +1,7 @@
-/* Where each trace event's fields lie in a chunk of Chrome-trace JSON, in one C pass.
+/* The readers' compiled helpers (module tb_plugin.readers._native; optional: each has a
+ * numpy/msgspec counterpart that gives the same results, see the callers).
  *
+ * Where each trace event's fields lie in a chunk of Chrome-trace JSON, in one C pass:
  * scan(data) -> bytes | None
  *   data: one chunk as trace_chunks cuts it, "[ {event}, {event}, ... ]".
  *   Returns, for each event in order, NFIELDS (start, end) byte offsets into `data` as
@@ -351,18 +353,110 @@ done:
     return out;
 }
 
+/* us_to_ns(buf, starts, ends) -> (ns bytearray, slow bytes): microseconds written as decimal
+ * text, buf[starts[i]:ends[i]], to int64 ns exactly, as us_text._us_spans_numpy does for
+ * plain decimals: up to 3 quotes/blanks stripped at each end, an optional sign, up to 16
+ * whole digits, an optional point and digits of which the first 4 count (the 4th rounds
+ * to the nearest ns); empty -> 0. slow[i] = 1 where the text is anything else (an
+ * exponent, junk, too long or too large), for the general parser; ns[i] is then 0. */
+static const int64_t MAX_US = 9223372036854774LL; /* int64 max // 1000 - 1 */
+
+static inline int strip_char(unsigned char ch) {
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '"';
+}
+
+static int us_one(const unsigned char *p, int64_t a, int64_t b, int64_t *ns) {
+    for (int r = 0; r < 3 && b > a; r++) {
+        int lead = strip_char(p[a]);
+        int trail = strip_char(p[b - 1]) && b - 1 > a;
+        a += lead;
+        b -= trail;
+    }
+    *ns = 0;
+    if (b <= a) return 0;
+    if (b - a > 24) return 1;
+    int neg = 0;
+    if (p[a] == '+' || p[a] == '-') {
+        neg = p[a] == '-';
+        a++;
+    }
+    int64_t us = 0;
+    int whole = 0;
+    while (a < b && p[a] >= '0' && p[a] <= '9') {
+        if (++whole > 16) return 1;
+        us = us * 10 + (p[a] - '0');
+        a++;
+    }
+    int64_t frac = 0;
+    int fdigits = 0;
+    if (a < b && p[a] == '.') {
+        a++;
+        while (a < b && p[a] >= '0' && p[a] <= '9') {
+            if (fdigits < 4) {
+                frac = frac * 10 + (p[a] - '0');
+                fdigits++;
+            }
+            a++;
+        }
+    }
+    if (a != b) return 1;
+    if (us > MAX_US) return 1;
+    for (; fdigits < 4; fdigits++) frac *= 10;
+    int64_t v = us * 1000 + (frac + 5) / 10;
+    *ns = neg ? -v : v;
+    return 0;
+}
+
+static PyObject *us_to_ns(PyObject *self, PyObject *args) {
+    Py_buffer buf, starts, ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &buf, &starts, &ends)) return NULL;
+    PyObject *result = NULL, *ns_obj = NULL, *slow_obj = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *s = (const int64_t *)starts.buf, *e = (const int64_t *)ends.buf;
+    if (ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (s[k] < 0 || e[k] > buf.len || (e[k] > s[k] && s[k] >= buf.len)) {
+            PyErr_SetString(PyExc_ValueError, "a span outside the buffer");
+            goto done;
+        }
+    }
+    /* a bytearray: the caller fills in the slow rows */
+    ns_obj = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    slow_obj = PyBytes_FromStringAndSize(NULL, n);
+    if (ns_obj == NULL || slow_obj == NULL) goto done;
+    int64_t *ns = (int64_t *)PyByteArray_AS_STRING(ns_obj);
+    char *slow = PyBytes_AS_STRING(slow_obj);
+    const unsigned char *p = (const unsigned char *)buf.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n; k++) slow[k] = (char)us_one(p, s[k], e[k], &ns[k]);
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, ns_obj, slow_obj);
+done:
+    Py_XDECREF(ns_obj);
+    Py_XDECREF(slow_obj);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"us_to_ns", us_to_ns, METH_VARARGS,
+     "us_to_ns(buf, starts, ends) -> (ns, slow): decimal µs texts to int64 ns (see source)."},
     {"gather", gather, METH_VARARGS,
      "gather(data, starts, ends) -> bytes: the spans of data (int64 offsets), joined."},
     {"scan", scan, METH_VARARGS,
      "scan(data) -> bytes | None: each event's field spans (int64 start, end pairs)."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_trace_scan",
-                                    "Field offsets of Chrome-trace events (see the source).",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",
+                                    "The readers' compiled helpers (see the source).",
                                     -1, methods};
 
-PyMODINIT_FUNC PyInit__trace_scan(void) {
+PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     PyObject *names = PyTuple_New(NFIELDS - 1);
