@@ -61,14 +61,19 @@ def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> Tra
     names, name_remap = b.names.finalize(_text)
     cats, cat_remap = b.cats.finalize(lambda v: "" if v is None else _text(v))
 
+    # One dtype per column for the three tables: pandas checks that the categories are
+    # distinct when a dtype is made (a hash of every name: 0.3 s on a 1 GB trace), once.
+    name_dtype = pd.CategoricalDtype(names) if names else None
+    cat_dtype = pd.CategoricalDtype(cats) if cats else None
+
     def finish(parts, cols):
         df = _concat(parts, cols)
         if len(df) == 0:
             return pd.DataFrame({c: [] for c in cols})
         df["track_id"] = track_remap[df["track_id"].to_numpy()]
-        df["name"] = pd.Categorical.from_codes(name_remap[df["name"].to_numpy()], categories=names) \
+        df["name"] = pd.Categorical.from_codes(name_remap[df["name"].to_numpy()], dtype=name_dtype) \
             if names else pd.Categorical([""] * len(df))
-        df["cat"] = pd.Categorical.from_codes(cat_remap[df["cat"].to_numpy()], categories=cats) \
+        df["cat"] = pd.Categorical.from_codes(cat_remap[df["cat"].to_numpy()], dtype=cat_dtype) \
             if cats else pd.Categorical([""] * len(df))
         return df
 
