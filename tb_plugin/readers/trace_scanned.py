@@ -13,8 +13,8 @@ decode it inside the event, so the builder's results do not depend on which path
 took (`scan` returns None for whatever it does not take on, and trace_chunks then decodes
 the chunk into `_Event` structs).
 
-Without the compiled scanner (an install with no C compiler), `AVAILABLE` is false and every
-chunk takes the general path.
+Without the compiled scanner (an install with no C compiler, or NPU_PROFILER_NATIVE=0; see
+`native`), `AVAILABLE` is false and every chunk takes the general path.
 """
 from __future__ import annotations
 
@@ -24,11 +24,12 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-try:
-    from ._native import FIELDS, gather as _gather, scan as _scan
-    AVAILABLE = True
-except ImportError:  # not compiled: see setup.py's optional extension
-    FIELDS, _gather, _scan, AVAILABLE = (), None, None, False
+from .native import helpers as _native
+
+# The compiled scanner, or None (not built, or switched off: see `native`).
+AVAILABLE = _native is not None
+FIELDS, _gather, _scan = (_native.FIELDS, _native.gather, _native.scan) if AVAILABLE \
+    else ((), None, None)
 
 # Field positions in a scanned event (the C scanner's FIELD_NAMES, then the object itself).
 PH, NAME, CAT, PID, TID, TS, DUR, ID, ID2, S, ARGS, OBJECT = range(12)

@@ -19,10 +19,9 @@ import pyarrow.compute as pc
 
 from .text_cells import _as_arrow, may_need_trim
 
-try:
-    from ._native import us_to_ns as _native_us_to_ns
-except ImportError:  # not compiled (setup.py's optional extension)
-    _native_us_to_ns = None
+from .native import helpers as _native
+
+_native_us_to_ns = _native.us_to_ns if _native is not None else None
 
 
 def us_text_to_ns(values) -> np.ndarray:

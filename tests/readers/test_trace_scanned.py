@@ -279,3 +279,20 @@ def test_random_mutations_are_taken_only_where_msgspec_agrees():
         else:
             refused += 1
     assert taken > 100 and refused > 1000, (taken, refused)
+
+
+def test_the_helpers_can_be_switched_off():
+    """NPU_PROFILER_NATIVE=0: the general paths only (one switch for both helpers)."""
+    import subprocess
+    import sys
+
+    code = ("from tb_plugin.readers import trace_scanned, us_text;"
+            "print(trace_scanned.AVAILABLE, us_text._native_us_to_ns is None)")
+    env = dict(os.environ, NPU_PROFILER_NATIVE="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+    env["NPU_PROFILER_NATIVE"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["True", "False"]
