@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .trace_builder import _ANY, _raw_array
+from .trace_values import _ANY, _raw_array
 
 
 class _ArgsSink:

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .trace_builder import _ANY, _flow_phase_column, _key, _text
+from .trace_builder import _flow_phase_column
+from .trace_values import _ANY, _key, _text
 from .us_text import us_text_to_ns
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from tb_plugin.readers import trace_builder
+from tb_plugin.readers import trace_values
 from tb_plugin.readers.us_text import us_text_to_ns
 
 _PLAIN = re.compile(r"([-+]?)([0-9]*)(?:\.([0-9]*))?")
@@ -80,12 +80,12 @@ def test_raw_trace_values_numbers_and_strings():
     values = [b'"1717200000001224.662"', b"1623143089861.125", b"5", b"", b'"7.5"',
               b"-0.25", b'"1,5"', b"1.5e3"]
     raws = [msgspec.Raw(v) for v in values]
-    got = trace_builder._raw_us_to_ns(raws)
+    got = trace_values._raw_us_to_ns(raws)
     want = [reference_ns(v.decode()) for v in values]
     assert got.tolist() == want
     # Without the value with a comma: the comma-split path.
     keep = [i for i, v in enumerate(values) if b"," not in v]
-    assert trace_builder._raw_us_to_ns([raws[i] for i in keep]).tolist() == [want[i] for i in keep]
+    assert trace_values._raw_us_to_ns([raws[i] for i in keep]).tolist() == [want[i] for i in keep]
 
 
 def test_raw_args_values_decode_as_json_would():
@@ -106,7 +106,7 @@ def test_raw_args_values_decode_as_json_would():
     ]
     columns += [[v] for v in ints + others]  # each value alone
     for col in columns:
-        got = trace_builder._raw_values([msgspec.Raw(v) for v in col])
+        got = trace_values._raw_values([msgspec.Raw(v) for v in col])
         want = [json.loads(v) if v else None for v in col]
         assert got.dtype == object and len(got) == len(want)
         for g, w in zip(got.tolist(), want):
