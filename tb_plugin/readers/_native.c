@@ -150,6 +150,23 @@ static int scan_literal(Cursor *c, const char *word, Py_ssize_t len) {
 
 static int scan_value(Cursor *c, int depth);
 
+/* After a member of an object or array: 1 at a ',' (skipped, with the blanks after it),
+ * 0 at the closing bracket (skipped), -1 at anything else. */
+static inline int after_member(Cursor *c, unsigned char close) {
+    skip_ws(c);
+    if (c->i >= c->n) return -1;
+    if (c->p[c->i] == ',') {
+        c->i++;
+        skip_ws(c);
+        return 1;
+    }
+    if (c->p[c->i] == close) {
+        c->i++;
+        return 0;
+    }
+    return -1;
+}
+
 static int scan_container(Cursor *c, int depth, unsigned char close) {
     int escaped;
     if (depth >= MAX_DEPTH) return -1;
@@ -169,18 +186,8 @@ static int scan_container(Cursor *c, int depth, unsigned char close) {
             skip_ws(c);
         }
         if (scan_value(c, depth + 1)) return -1;
-        skip_ws(c);
-        if (c->i >= c->n) return -1;
-        if (c->p[c->i] == ',') {
-            c->i++;
-            skip_ws(c);
-            continue;
-        }
-        if (c->p[c->i] == close) {
-            c->i++;
-            return 0;
-        }
-        return -1;
+        int more = after_member(c, close);
+        if (more <= 0) return more;
     }
 }
 
@@ -235,18 +242,9 @@ static int scan_event(Cursor *c, int64_t *out) {
                 out[2 * f] = value_start;
                 out[2 * f + 1] = c->i;
             }
-            skip_ws(c);
-            if (c->i >= c->n) return -1;
-            if (c->p[c->i] == ',') {
-                c->i++;
-                skip_ws(c);
-                continue;
-            }
-            if (c->p[c->i] == '}') {
-                c->i++;
-                break;
-            }
-            return -1;
+            int more = after_member(c, '}');
+            if (more < 0) return -1;
+            if (more == 0) break;
         }
     }
     out[2 * (NFIELDS - 1)] = obj_start;
