@@ -403,8 +403,7 @@ def _scanned_codes(interner: _Interner, ch: ScannedChunk, field: int,
     """`interner.codes` of a scanned field's values at `r`: each distinct text not seen in
     an earlier chunk decoded and interned, in order of first appearance, as the row by row
     lookup would."""
-    encoded = ch.texts(field, r).dictionary_encode(null_encoding="encode")
-    texts = encoded.dictionary.to_pylist()  # raw JSON (bytes), None where absent
+    texts, index = ch.distinct_texts(field, r)
     by_text = interner.by_text
     codes = np.fromiter(map(by_text.get, texts, repeat(-1)), np.int32, len(texts))
     new = np.flatnonzero(codes == -1).tolist()
@@ -413,7 +412,7 @@ def _scanned_codes(interner: _Interner, ch: ScannedChunk, field: int,
         got = interner.codes(ch.decode(field, new_texts))
         codes[new] = got
         by_text.update(zip(new_texts, got.tolist()))
-    return codes[encoded.indices.to_numpy(zero_copy_only=False)]
+    return codes[index]
 
 
 def _finish_part(part: dict, has_dur: bool = True) -> dict:

@@ -70,21 +70,20 @@ class ScannedChunk:
               type_: pa.DataType = pa.binary()) -> pa.Array:
         """The raw JSON texts of `field` (at `rows`) as one Arrow array; null where absent."""
         starts, ends = self.bounds(field, rows)
-        lens = ends - starts
-        n = len(lens)
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
-        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
-                                                pa.py_buffer(_gather(self.data, starts, ends))])
+        return arrow_texts(ends - starts, _gather(self.data, starts, ends), type_)
+
+    def distinct_texts(self, field: int, rows: np.ndarray | None = None) -> tuple[list, np.ndarray]:
+        """(distinct raw texts in order of first appearance, None for absent; index of
+        each row's text in them)."""
+        encoded = self.texts(field, rows).dictionary_encode(null_encoding="encode")
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
 
     def values(self, field: int, rows: np.ndarray | None = None) -> tuple[list, np.ndarray]:
         """(distinct values in order of first appearance, index of each row's value in
         them): each distinct text decoded once, the field's default where it is absent (as
         a struct of the general path holds it)."""
-        encoded = self.texts(field, rows).dictionary_encode(null_encoding="encode")
-        distinct = self.decode(field, encoded.dictionary.to_pylist())
-        return distinct, encoded.indices.to_numpy(zero_copy_only=False)
+        texts, index = self.distinct_texts(field, rows)
+        return self.decode(field, texts), index
 
     @staticmethod
     def decode(field: int, texts: list) -> list:
@@ -135,3 +134,15 @@ def as_object_lut(values: list[Any]) -> np.ndarray:
     lut = np.empty(len(values), object)
     lut[:] = values
     return lut
+
+
+def arrow_texts(lens: np.ndarray, data: bytes, type_: pa.DataType) -> pa.Array:
+    """Texts laid end to end in `data`, of lengths `lens`, as one Arrow string/binary array
+    over that buffer (no Python object per text); a text of length 0 is a null (an absent
+    value). 32-bit offsets: a chunk's texts."""
+    n = len(lens)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
+                                            pa.py_buffer(data)])

@@ -44,14 +44,9 @@ def _raw_array(raws: list, type_: pa.DataType, lens: np.ndarray | None = None) -
     """Raw JSON values of one chunk as one Arrow string/binary array over one joined buffer
     (no Python object per value); an absent value (empty Raw) is a null. A chunk is a few
     MB, so 32-bit offsets hold it. `lens`: the values' lengths, when known."""
-    n = len(raws)
     if lens is None:
-        lens = np.fromiter(map(len, raws), np.int64, n)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    validity = None if lens.all() else pa.py_buffer(np.packbits(lens > 0, bitorder="little"))
-    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets.astype(np.int32)),
-                                            pa.py_buffer(b"".join(raws))])
+        lens = np.fromiter(map(len, raws), np.int64, len(raws))
+    return sc.arrow_texts(lens, b"".join(raws), type_)
 
 
 def _raw_values(raws: list) -> np.ndarray:
