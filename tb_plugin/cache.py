@@ -266,6 +266,51 @@ class ProfileCache:
                         os.unlink(path)
             yield directory
 
+    def early_trace_dir(self, key: str) -> str:
+        """Where the trace tables decoded beside the views stage wait for the timeline
+        stage (`early_trace`): `<key[:2]>/<key>.early-trace`, next to the entry."""
+        return os.path.join(self.root, key[:2], f"{key}{EARLY_TRACE}")
+
+    @contextlib.contextmanager
+    def building_early_trace(self, key: str):
+        """A locked work directory for the key's early trace, renamed to `early_trace_dir`
+        by the caller when complete and removed otherwise; None when another process is
+        at it, or has done it. A killed builder's leftover is removed first."""
+        parent = os.path.join(self.root, key[:2])
+        os.makedirs(parent, exist_ok=True)
+        prefix = f"{key}{EARLY_TRACE}{WORK_INFIX}"
+        for name in listdir_or_empty(parent):
+            path = os.path.join(parent, name)
+            if name.startswith(prefix):
+                build_locks.remove_abandoned(path)
+                if os.path.isdir(path):  # still there: its builder is at work
+                    yield None
+                    return
+        if os.path.isdir(self.early_trace_dir(key)):
+            yield None
+            return
+        made = tempfile.mkdtemp(prefix=f"{key}{EARLY_TRACE}.new-", dir=parent)
+        with build_locks.locked(made, wait=True):
+            work = made.replace(f"{key}{EARLY_TRACE}.new-", prefix, 1)
+            os.rename(made, work)
+            try:
+                yield work
+            finally:
+                if os.path.isdir(work):  # not renamed into place
+                    shutil.rmtree(work, ignore_errors=True)
+
+    def take_early_trace(self, key: str) -> str | None:
+        """The key's finished early trace directory, after waiting for one that is being
+        decoded (up to `build_locks.BUILDER_WAIT_S`); None when there is none."""
+        parent = os.path.join(self.root, key[:2])
+        prefix = f"{key}{EARLY_TRACE}{WORK_INFIX}"
+        for name in listdir_or_empty(parent):
+            if name.startswith(prefix):
+                build_locks.remove_abandoned(os.path.join(parent, name),
+                                             wait_s=build_locks.BUILDER_WAIT_S)
+        path = self.early_trace_dir(key)
+        return path if os.path.isdir(path) else None
+
     def commit(self, key: str, work_dir: str, profile: Profile) -> str:
         """Write what is left of the profile into work_dir and move it into place."""
         write_profile(work_dir, profile)
@@ -407,6 +452,7 @@ class DerivedStore:
 
 
 WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build directory
+EARLY_TRACE = ".early-trace"  # <key>.early-trace: a trace decoded beside the views stage
 
 
 def listdir_or_empty(path: str) -> list[str]:

@@ -9,7 +9,9 @@ left in the cache; finished profiles are opened from the cache on request
 Order: timelines are indexed only once no span's views are waiting, so every run becomes
 browsable before any timeline is indexed; one at a time with local readers, so a core stays
 free for TensorBoard's own requests, as many at once as a Dask cluster has worker threads.
-A span's advice stage is sent to the pool as soon as its timeline is served.
+A span's advice stage is sent to the pool as soon as its timeline is served. A large trace
+whose views stage is long may be decoded beside those views when a reader is idle
+(`_start_early_trace`); its timeline stage then starts from the decoded tables.
 """
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from .. import discovery, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
-from .build import build_advice, build_entry, build_trace
+from ..readers import STAGED
+from .build import build_advice, build_early_trace, build_entry, build_trace
 from .dask_pool import start_pool
-from .pool import prepare_reader
+from .pool import ReaderPool, prepare_reader
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
 from .spans import SpanFacts, SpanState
@@ -34,13 +37,20 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = float(os.environ.get("NPU_PROFILER_POLL_SECONDS", "10"))
 WARM_UP_WAIT_S = 10.0
+# A span's trace is decoded beside its views stage only when that stage reads at least this
+# much (CSV / JSON; ~4 s of it here): then the second core would idle for seconds, and the
+# timeline of a 1 GB trace (400 MB of CSVs) was served 2.5 s sooner. With a 300 MB trace
+# (117 MB of CSVs, 1.4 s of views) it gained nothing (7.63 / 8.54 s -> 7.72 / 8.55 s) and
+# the decode's memory came on top of the views' (536 -> 883 MB while they load).
+EARLY_TRACE_MIN_VIEWS_BYTES = 256 << 20
 
 
 class Loader:
     def __init__(self, logdir: str, cache: ProfileCache | None = None,
                  max_workers: int | None = None, poll_seconds: float = POLL_SECONDS,
                  build=build_entry, build_trace=build_trace, build_advice=build_advice,
-                 scheduler: str | None = None, readers: tuple | None = None):
+                 scheduler: str | None = None, readers: tuple | None = None,
+                 build_early_trace=build_early_trace):
         self.cache = cache or ProfileCache()
         # Where the files are (storage.py): a local directory, or the local mirror tree of
         # a remote URL, which every scan lists first. `logdir` is the local path either way.
@@ -67,6 +77,8 @@ class Loader:
         self._build = build
         self._build_trace = build_trace
         self._build_advice = build_advice
+        self._build_early_trace = build_early_trace
+        self._early_started: set[SpanId] = set()  # spans whose trace was sent early
         self._trace_queue: collections.deque[SpanState] = collections.deque()
         self._traces_running = 0
         # Spans whose files could not be fetched from a remote logdir: tried again at the
@@ -154,6 +166,7 @@ class Loader:
         # while later ones were still pending; nothing else may come to start them (the
         # last span may have been complete already).
         self._start_traces()
+        self._start_early_trace()
         if changed or failure is not None:
             self._changed()
 
@@ -190,6 +203,7 @@ class Loader:
         self._changed()
         if not self.stopped:
             self._start_traces()  # this may have been the last view being loaded
+            self._start_early_trace()  # or a reader is free beside the last ones
 
     def _views_built(self, st: SpanState) -> None:
         """The entry exists: keep its facts, then queue its timeline if it has none yet."""
@@ -231,6 +245,42 @@ class Loader:
                 self._traces_running += 1
             fut = self._pool.submit(self._build_trace, st.span, self.cache.root, st.key)
             fut.add_done_callback(lambda f, st=st: self._trace_done(st, f))
+
+    def _start_early_trace(self) -> None:
+        """With a local reader idle while views are still being built, and no timeline
+        running, send the largest trace those views leave to the timeline stage to that
+        reader (`build.build_early_trace`): the timeline stage then starts from decoded
+        tables. Only where the views stage is long (EARLY_TRACE_MIN_VIEWS_BYTES); not on
+        Dask, where every worker has views to build, nor in-process."""
+        pool = self._pool
+        if not isinstance(pool, ReaderPool) or pool.inprocess or self.stopped:
+            return
+        with self._lock:
+            building = [s for s in self._spans.values() if s.state in ("pending", "loading")]
+            if self._traces_running or len(building) >= pool.max_workers:
+                return
+            candidates = [s for s in building if s.state == "loading"
+                          and s.span.producer in STAGED
+                          and _span_id(s) not in self._early_started]
+            sizes = {id(s): _trace_bytes(s.span) for s in candidates}
+            candidates = [s for s in candidates if sizes[id(s)] > 0
+                          and _views_bytes(s.span) >= EARLY_TRACE_MIN_VIEWS_BYTES]
+            if not candidates:
+                return
+            st = max(candidates, key=lambda s: sizes[id(s)])
+            self._early_started.add(_span_id(st))
+            self._traces_running += 1  # the timeline's slot: its stage waits for this
+        fut = pool.submit(self._build_early_trace, st.span, self.cache.root, st.key)
+        fut.add_done_callback(lambda f, st=st: self._early_trace_done(st, f))
+
+    def _early_trace_done(self, st: SpanState, fut) -> None:
+        exc = None if fut.cancelled() else fut.exception()
+        if exc is not None:  # the timeline stage decodes the trace itself
+            log.warning("early trace decoding failed for %s: %r", st.span.root, exc)
+        with self._lock:
+            self._traces_running = max(0, self._traces_running - 1)
+        if not self.stopped:
+            self._start_traces()
 
     def _trace_done(self, st: SpanState, fut) -> None:
         try:
@@ -315,3 +365,31 @@ class Loader:
 def _listing(runs: dict[str, discovery.Run]) -> list:
     """What `/runs` shows of a scan's runs besides the span states: names and errors."""
     return sorted((name, repr(run.errors)) for name, run in runs.items())
+
+
+def _span_id(st: SpanState) -> SpanId:
+    return (st.span.run, st.span.worker, st.span.span)
+
+
+def _views_bytes(span) -> int:
+    """The size of the span's files other than its traces (what the views stage reads)."""
+    size = 0
+    for path in span.files:
+        if not os.path.basename(path).startswith("trace_view.json"):
+            try:
+                size += os.path.getsize(path)
+            except OSError:
+                pass
+    return size
+
+
+def _trace_bytes(span) -> int:
+    """The size of the span's largest trace file (0 without one)."""
+    size = 0
+    for path in span.files:
+        if os.path.basename(path).startswith("trace_view.json"):
+            try:
+                size = max(size, os.path.getsize(path))
+            except OSError:
+                pass
+    return size

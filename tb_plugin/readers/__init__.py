@@ -96,3 +96,15 @@ def read(span: SpanSource, work_dir: str | None = None, stage: str = "all"):
     if stage == "trace":
         return None  # read whole in the first stage
     return fn(span, work_dir)
+
+
+def deferred_trace(span: SpanSource) -> str | None:
+    """The trace file this span's views stage leaves to the timeline stage (`read` with
+    stage="views" sets meta.trace_deferred for it), or None: the same decision, made
+    without reading anything but the span's file list."""
+    import importlib
+
+    if span.producer not in STAGED:
+        return None
+    module, _ = READERS[span.producer]
+    return importlib.import_module(f"{__name__}.{module}").deferred_trace(span)

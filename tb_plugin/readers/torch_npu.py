@@ -116,6 +116,14 @@ def read_mindspore(span: SpanSource, work_dir: str | None = None,
     return _read(span, work_dir, _DIALECTS["mindspore"], stage)
 
 
+def deferred_trace(span: SpanSource) -> str | None:
+    """The trace the views stage of this torch_npu / MindSpore span leaves to the timeline
+    stage (`_read` with stage="views"), or None when it reads the trace itself."""
+    ctx = _Ctx(span, None, _DIALECTS["mindspore" if span.producer == "mindspore"
+                                     else "torch_npu"])
+    return _trace_file(ctx) if _trace_deferrable(ctx) else None
+
+
 def _trace_file(ctx: "_Ctx") -> str | None:
     return ctx.path("trace_view.json") or ctx.path("trace_view.json.gz")
 
