@@ -441,7 +441,68 @@ done:
     return result;
 }
 
+/* boundary_bytes(data, offsets, validity, offset, n, wide, first, last) -> bool: whether a
+ * present, non-empty cell of an Arrow string array (its buffers: data bytes, int32 or, with
+ * wide, int64 offsets, validity bitmap or b"" when every cell is present; cells offset ..
+ * offset + n - 1) has a first byte marked in `first` or a last byte marked in `last` (256
+ * bytes each, non-zero = marked; b"" skips that end). text_cells._boundary_bytes_in without
+ * its numpy temporaries: it runs over every column of every CSV. */
+static PyObject *boundary_bytes(PyObject *self, PyObject *args) {
+    Py_buffer data, offsets, validity, first, last;
+    Py_ssize_t offset, n;
+    int wide;
+    if (!PyArg_ParseTuple(args, "y*y*y*nnpy*y*", &data, &offsets, &validity, &offset, &n,
+                          &wide, &first, &last))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t item = wide ? 8 : 4;
+    if (offset < 0 || n < 0 || offsets.len < (offset + n + 1) * item
+        || (validity.len && validity.len * 8 < offset + n)
+        || (first.len && first.len != 256) || (last.len && last.len != 256)) {
+        PyErr_SetString(PyExc_ValueError, "buffers too short for the cells");
+        goto done;
+    }
+    const unsigned char *d = (const unsigned char *)data.buf;
+    const unsigned char *v = validity.len ? (const unsigned char *)validity.buf : NULL;
+    const unsigned char *ft = first.len ? (const unsigned char *)first.buf : NULL;
+    const unsigned char *lt = last.len ? (const unsigned char *)last.buf : NULL;
+    int found = 0, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = offset; i < offset + n && !found; i++) {
+        int64_t a, b;
+        if (wide) {
+            a = ((const int64_t *)offsets.buf)[i];
+            b = ((const int64_t *)offsets.buf)[i + 1];
+        } else {
+            a = ((const int32_t *)offsets.buf)[i];
+            b = ((const int32_t *)offsets.buf)[i + 1];
+        }
+        if (b <= a || (v && !((v[i >> 3] >> (i & 7)) & 1))) continue;
+        if (a < 0 || b > data.len) {
+            bad = 1;
+            break;
+        }
+        found = (ft && ft[d[a]]) || (lt && lt[d[b - 1]]);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "an offset outside the data");
+        goto done;
+    }
+    result = PyBool_FromLong(found);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&validity);
+    PyBuffer_Release(&first);
+    PyBuffer_Release(&last);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"boundary_bytes", boundary_bytes, METH_VARARGS,
+     "boundary_bytes(data, offsets, validity, offset, n, wide, first, last) -> bool (see"
+     " source)."},
     {"us_to_ns", us_to_ns, METH_VARARGS,
      "us_to_ns(buf, starts, ends) -> (ns, slow): decimal µs texts to int64 ns (see source)."},
     {"gather", gather, METH_VARARGS,

@@ -1,4 +1,5 @@
-"""The readers' compiled helpers (`_native.c`: `scan`, `gather`, `us_to_ns`), or None.
+"""The readers' compiled helpers (`_native.c`: `scan`, `gather`, `us_to_ns`,
+`boundary_bytes`), or None.
 
 One place decides whether they are used: None when the extension was not built (an
 install without a C compiler; setup.py marks it optional) or when

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import native
+
 # Cells the producers write for "not applicable" (torch_npu: N/A in the PMU columns of other
 # core types; MindSpore: "-" in its average row; blank columns a component lacks): missing
 # values, skipped without a warning. `NaN`/`inf` are not among them: a number that is not
@@ -48,6 +50,7 @@ def _clean_text(col: pa.ChunkedArray) -> pa.ChunkedArray:
 # its cells are trimmed of Unicode whitespace (`utf8_trim_whitespace`, as `str.strip()`).
 _RE2_SPACE = np.zeros(256, bool)
 _RE2_SPACE[[9, 10, 12, 13, 32]] = True
+_RE2_SPACE_BYTES = _RE2_SPACE.astype(np.uint8).tobytes()
 
 
 def _text_cells(arr: pa.Array):
@@ -72,6 +75,8 @@ def has_padded_cells(col) -> bool:
     `pc.any(pc.match_substring_regex(col, r"^\s|\s$"))`, read from the first and last byte
     of each cell. Why: the regex scans every byte of every text column of a large CSV;
     these bytes are ASCII, so a cell's first / last byte is its first / last character."""
+    if native.helpers is not None:
+        return _native_boundary(col, _RE2_SPACE_BYTES, _RE2_SPACE_BYTES)
     return _boundary_bytes_in(col, _RE2_SPACE, 0) or _boundary_bytes_in(col, _RE2_SPACE, -1)
 
 
@@ -120,9 +125,38 @@ def _as_arrow(col):
         pa.array(col, from_pandas=True)
 
 
+def _native_boundary(col, first: bytes, last: bytes) -> bool:
+    """`_boundary_bytes_in` of both ends at once, in C (`_native.boundary_bytes`): 256-byte
+    tables of the marked first / last bytes (b"": that end is not checked)."""
+    boundary = native.helpers.boundary_bytes
+    for arr in _chunks(_as_arrow(col)):
+        if len(arr) == arr.null_count:
+            continue
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+                or pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+            arr = arr.cast(pa.string())
+        validity, offsets, data = arr.buffers()[:3]
+        wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+        if boundary(data if data is not None else b"", offsets,
+                    validity if validity is not None and arr.null_count else b"",
+                    arr.offset, len(arr), wide, first, last):
+            return True
+    return False
+
+
+def _table_bytes(chars) -> bytes:
+    table = np.zeros(256, np.uint8)
+    table[list(chars)] = 1
+    return table.tobytes()
+
+
 def _boundary_bytes_in(col, chars, side: int) -> bool:
     """Whether a present, non-empty cell's first (side 0) or last (-1) byte is one of
     `chars` (bytes, or a 256-entry bool table)."""
+    if native.helpers is not None:
+        table = chars.astype(np.uint8).tobytes() if isinstance(chars, np.ndarray) \
+            else _table_bytes(chars)
+        return _native_boundary(col, table if side == 0 else b"", table if side else b"")
     if isinstance(chars, np.ndarray):
         table = chars
     else:

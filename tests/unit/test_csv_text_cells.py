@@ -281,3 +281,49 @@ def test_read_csv_quoted_crlf_and_a_long_row(tmp_path):
         want = clean_reference([None if r[j] in NULL_TOKENS else r[j] for r in body])
         got = df[name].astype(object).where(df[name].notna(), None).tolist()
         assert got == want, name
+
+
+@pytest.fixture(params=["native", "numpy"])
+def boundary_path(request, monkeypatch):
+    """The cell-boundary checks with the compiled helper and with numpy only."""
+    from tb_plugin.readers import native
+
+    if request.param == "native":
+        assert native.helpers is not None, "the compiled helpers are not built"
+    else:
+        monkeypatch.setattr(native, "helpers", None)
+    return request.param
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary()])
+def test_boundary_checks_as_python_on_both_paths(boundary_path, typ):
+    """has_padded_cells / cells_start_with / cells_end_with / may_need_trim against their
+    definitions in Python, on sliced and chunked arrays with nulls (whose slots may hold
+    bytes), both with the compiled helper and without."""
+    rng = random.Random(11)
+    alphabet = ["a", " ", "\t", "\n", "\r", "\x0b", "1", ";", "中", "\u00a0", "é", ""]
+    for _ in range(300):
+        cells = [None if rng.random() < 0.2 else
+                 "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 4)))
+                 for _ in range(rng.randrange(1, 7))]
+        if typ == pa.binary():
+            arr = pa.array([None if c is None else c.encode() for c in cells], typ)
+        else:
+            arr = pa.array(cells, typ)
+        lo = rng.randrange(0, len(cells))
+        part, part_cells = arr.slice(lo, rng.randrange(0, len(cells) - lo + 1)), None
+        part_cells = cells[lo:lo + len(part)]
+        chunked = pa.chunked_array([part, arr.slice(0, lo)], typ)
+        both = part_cells + cells[:lo]
+        for col, seen in ((part, part_cells), (chunked, both)):
+            present = [c.encode() for c in seen if c]
+            re2_space = b"\t\n\f\r "
+            assert has_padded_cells(col) is any(
+                c[:1] in [bytes([b]) for b in re2_space] or c[-1:] in
+                [bytes([b]) for b in re2_space] for c in present)
+            assert text_cells.cells_start_with(col, b"1;") is any(c[0] in b"1;" for c in present)
+            assert text_cells.cells_end_with(col, b";\n") is any(c[-1] in b";\n" for c in present)
+            if typ != pa.binary():
+                text = [c.decode() for c in present]
+                if any(c != c.strip() for c in text):
+                    assert text_cells.may_need_trim(col)
