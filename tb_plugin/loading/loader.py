@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import shutil
 import threading
 
 from .. import discovery, storage
@@ -79,6 +80,7 @@ class Loader:
         self._build_advice = build_advice
         self._build_early_trace = build_early_trace
         self._early_started: set[SpanId] = set()  # spans whose trace was sent early
+        self._early_running: set[SpanId] = set()
         self._trace_queue: collections.deque[SpanState] = collections.deque()
         self._traces_running = 0
         # Spans whose files could not be fetched from a remote logdir: tried again at the
@@ -200,6 +202,7 @@ class Loader:
             st.views_failed(exc)
         else:
             self._views_built(st)
+        self._drop_unused_early_trace(st)
         self._changed()
         if not self.stopped:
             self._start_traces()  # this may have been the last view being loaded
@@ -269,6 +272,7 @@ class Loader:
                 return
             st = max(candidates, key=lambda s: sizes[id(s)])
             self._early_started.add(_span_id(st))
+            self._early_running.add(_span_id(st))
             self._traces_running += 1  # the timeline's slot: its stage waits for this
         fut = pool.submit(self._build_early_trace, st.span, self.cache.root, st.key)
         fut.add_done_callback(lambda f, st=st: self._early_trace_done(st, f))
@@ -279,8 +283,19 @@ class Loader:
             log.warning("early trace decoding failed for %s: %r", st.span.root, exc)
         with self._lock:
             self._traces_running = max(0, self._traces_running - 1)
+            self._early_running.discard(_span_id(st))
+        self._drop_unused_early_trace(st)
         if not self.stopped:
             self._start_traces()
+
+    def _drop_unused_early_trace(self, st: SpanState) -> None:
+        """An early trace of a span whose views failed: no timeline stage will take it,
+        and it may hold as much as the trace (removed once its decoding has ended)."""
+        with self._lock:
+            unused = st.state == "error" and _span_id(st) in self._early_started \
+                and _span_id(st) not in self._early_running
+        if unused:
+            shutil.rmtree(self.cache.early_trace_dir(st.key), ignore_errors=True)
 
     def _trace_done(self, st: SpanState, fut) -> None:
         try:

@@ -48,3 +48,11 @@ def freeze_count_in_reader() -> int:
 
     build.prepare_reader_process()
     return gc.get_freeze_count()
+
+
+def views_fail_slowly(span, cache_root, key):
+    """A views stage that fails after a while (its span's early trace is decoded meanwhile)."""
+    import time
+
+    time.sleep(2.0)
+    raise RuntimeError("views failed on purpose")

@@ -174,3 +174,24 @@ def test_the_loader_does_not_decode_early_below_the_size_rule(tmp_path):
         assert loader._early_started == set()
     finally:
         loader.stop()
+
+
+def test_an_early_trace_of_a_span_whose_views_fail_is_removed(tmp_path, monkeypatch):
+    from tests.unit.crashing_build import views_fail_slowly
+
+    monkeypatch.setattr(loader_module, "EARLY_TRACE_MIN_VIEWS_BYTES", 0)
+    logdir, span, key = _one_span(tmp_path)
+    loader = Loader(str(logdir), cache=ProfileCache(str(tmp_path / "cache")), max_workers=2,
+                    build=views_fail_slowly)
+    try:
+        loader.scan()
+        deadline = time.time() + 120
+        while loader.run_status(".")["state"] == "loading" or loader._early_running:
+            assert time.time() < deadline, loader.run_status(".")
+            time.sleep(0.2)
+        (st,) = loader.span_states(".")
+        assert st.state == "error" and "on purpose" in st.error
+        assert loader._early_started == {(span.run, span.worker, span.span)}
+        assert not os.path.exists(loader.cache.early_trace_dir(key))
+    finally:
+        loader.stop()
