@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..int_sort import lexsort
 from ..model import Profile, table_path, write_columns
 from . import name_text
 
@@ -162,7 +163,7 @@ def build_columns(slices, flows, counters, step_windows=None, emit=None,
         levels += 1
 
     # Lanes = (track, depth), slices of a lane by start (stable on the table's order).
-    lane_order = np.lexsort((start, depth, track)) if n else np.zeros(0, np.int64)
+    lane_order = lexsort((start, depth, track)) if n else np.zeros(0, np.int64)
     lane_starts = _group_starts(track[lane_order], depth[lane_order])
     lane_bounds = np.r_[lane_starts, n].astype(np.int64)
     n_lanes = len(lane_starts)
@@ -372,7 +373,7 @@ def _bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
     cat_codes, cat_uni = pd.factorize(flows["cat"])
     key = fid_codes.astype(np.int64) * (len(cat_uni) + 1) + cat_codes.astype(np.int64)
     del fid_codes, cat_codes
-    o = np.lexsort((order_phase, f_ts, key))
+    o = lexsort((order_phase, f_ts, key))
     k, b = key[o], bound[o]
     same = k[1:] == k[:-1]
     src, dst = b[:-1][same], b[1:][same]

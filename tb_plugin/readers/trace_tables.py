@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..int_sort import lexsort
 from .trace_builder import _flow_phase_column
 from .trace_values import _ANY, _key, _text
 from .us_text import us_text_to_ns
@@ -177,8 +178,8 @@ def assign_depth(slices) -> pd.DataFrame:
         slices = slices.copy()
         slices["depth"] = np.zeros(0, np.int16)
         return slices
-    order = np.lexsort((-slices["dur_ns"].to_numpy(), slices["start_ns"].to_numpy(),
-                        slices["track_id"].to_numpy()))
+    order = lexsort((-slices["dur_ns"].to_numpy(), slices["start_ns"].to_numpy(),
+                     slices["track_id"].to_numpy()))
     # Column by column: each unsorted column is dropped once its sorted copy exists.
     src = {c: slices[c] for c in slices.columns}
     del slices
@@ -203,7 +204,8 @@ def assign_depth(slices) -> pd.DataFrame:
         s_, e_ = start[f:f + c], end[f:f + c]
         # rank within the track minus how many of its slices ended by this start; a
         # zero-length slice's own end is not "before" it.
-        closed = np.searchsorted(np.sort(e_), s_, side="right") - (e_ == s_)
+        # (the ends come nearly sorted: timsort, "stable", is ~5x numpy's default here)
+        closed = np.searchsorted(np.sort(e_, kind="stable"), s_, side="right") - (e_ == s_)
         depth[f:f + c] = np.clip(np.arange(c) - closed, 0, 32767)
     del end
     cols["depth"] = depth
