@@ -236,17 +236,8 @@ class ProfileCache:
         if waited and self.has(key):  # the builder waited for committed it
             yield None
             return
-        # Made under another name and locked before it takes the name the sweep above
-        # looks for: a build directory by that name is always locked while it is in use.
-        made = tempfile.mkdtemp(prefix=f"{key}.new-", dir=parent)
-        with build_locks.locked(made, wait=True):
-            work = made.replace(f"{key}.new-", prefix, 1)
-            os.rename(made, work)
-            try:
-                yield work
-            finally:
-                if os.path.isdir(work):  # not committed
-                    shutil.rmtree(work, ignore_errors=True)
+        with _locked_work(parent, key) as work:
+            yield work
 
     @contextlib.contextmanager
     def extending(self, key: str):
@@ -289,15 +280,8 @@ class ProfileCache:
         if os.path.isdir(self.early_trace_dir(key)):
             yield None
             return
-        made = tempfile.mkdtemp(prefix=f"{key}{EARLY_TRACE}.new-", dir=parent)
-        with build_locks.locked(made, wait=True):
-            work = made.replace(f"{key}{EARLY_TRACE}.new-", prefix, 1)
-            os.rename(made, work)
-            try:
-                yield work
-            finally:
-                if os.path.isdir(work):  # not renamed into place
-                    shutil.rmtree(work, ignore_errors=True)
+        with _locked_work(parent, f"{key}{EARLY_TRACE}") as work:
+            yield work
 
     def take_early_trace(self, key: str) -> str | None:
         """The key's finished early trace directory, after waiting for one that is being
@@ -453,6 +437,23 @@ class DerivedStore:
 
 WORK_INFIX = ".tmp-"  # <key>.tmp-*: a stage-1 build directory
 EARLY_TRACE = ".early-trace"  # <key>.early-trace: a trace decoded beside the views stage
+
+
+@contextlib.contextmanager
+def _locked_work(parent: str, name: str):
+    """A new directory `<name>.tmp-*` in `parent`, locked while the block runs and removed
+    unless the block moved it away (committed). Made under another name and locked before
+    it takes the name that sweeps for abandoned ones look for: a directory by that name is
+    always locked while it is in use."""
+    made = tempfile.mkdtemp(prefix=f"{name}.new-", dir=parent)
+    with build_locks.locked(made, wait=True):
+        work = made.replace(f"{name}.new-", f"{name}{WORK_INFIX}", 1)
+        os.rename(made, work)
+        try:
+            yield work
+        finally:
+            if os.path.isdir(work):  # not moved into place
+                shutil.rmtree(work, ignore_errors=True)
 
 
 def listdir_or_empty(path: str) -> list[str]:

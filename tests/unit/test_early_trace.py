@@ -132,6 +132,13 @@ def test_deferred_trace_is_the_trace_the_views_stage_leaves(span):
         assert os.path.basename(trace).startswith("trace_view.json")
 
 
+def _wait_traced(loader, timeout=120):
+    deadline = time.time() + timeout
+    while loader.run_status(".")["trace_state"] != "ready":
+        assert time.time() < deadline, loader.run_status(".")
+        time.sleep(0.2)
+
+
 def test_the_loader_decodes_a_lone_span_s_trace_beside_its_views(tmp_path, monkeypatch):
     """One span, two readers: the second reader decodes the trace while the first builds the
     views (the size rule set to any size here), and the timeline stage takes that decoding."""
@@ -144,10 +151,7 @@ def test_the_loader_decodes_a_lone_span_s_trace_beside_its_views(tmp_path, monke
     loader = Loader(str(logdir), cache=ProfileCache(str(tmp_path / "cache")), max_workers=2)
     try:
         loader.scan()
-        deadline = time.time() + 120
-        while loader.run_status(".")["trace_state"] != "ready":
-            assert time.time() < deadline, loader.run_status(".")
-            time.sleep(0.2)
+        _wait_traced(loader)
         (st,) = loader.span_states(".")
         assert st.state == "ready" and st.trace_state == "ready"
         assert loader._early_started == {(span.run, span.worker, span.span)}
@@ -167,10 +171,7 @@ def test_the_loader_does_not_decode_early_below_the_size_rule(tmp_path):
     loader = Loader(str(logdir), cache=ProfileCache(str(tmp_path / "cache")), max_workers=2)
     try:
         loader.scan()
-        deadline = time.time() + 120
-        while loader.run_status(".")["trace_state"] != "ready":
-            assert time.time() < deadline, loader.run_status(".")
-            time.sleep(0.2)
+        _wait_traced(loader)
         assert loader._early_started == set()
     finally:
         loader.stop()
