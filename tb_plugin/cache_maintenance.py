@@ -1,6 +1,7 @@
 """Cache maintenance: what a cache holds and removing it (`npu-profiler cache info` /
 `cache clear`). Reads the layout `cache.py` writes (`<key[:2]>/<key>` entries, their
-`.tmp-` build directories, `<kind>/<key[:2]>/<key><suffix>` derived documents, one
+`.tmp-` build directories, `<key>.early-trace` traces decoded beside a views stage (waiting
+for, or left over from, a timeline stage), `<kind>/<key[:2]>/<key><suffix>` derived documents, one
 directory per cache version) and nothing else."""
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import json
 import os
 import shutil
 
-from .cache import META_FILE, VERSION, WORK_INFIX, ProfileCache, listdir_or_empty, meta_trace_ready
+from .cache import EARLY_TRACE, META_FILE, VERSION, WORK_INFIX, ProfileCache, listdir_or_empty, \
+    meta_trace_ready
 
 
 def stats(cache: ProfileCache) -> dict:
     """What this cache holds: complete entries (and how many have their timeline),
     unfinished build directories, derived documents per kind, bytes on disk, and the
     directories of other cache versions (stale: nothing reads them)."""
-    entries = timelines = unfinished = 0
+    entries = timelines = unfinished = early = 0
     derived: dict[str, int] = {}
     size = 0
     for dirpath, dirnames, filenames in os.walk(cache.root):
@@ -24,6 +26,8 @@ def stats(cache: ProfileCache) -> dict:
         if len(rel) == 2 and len(rel[0]) == 2:  # <key[:2]>/<key>[.tmp-*]
             if WORK_INFIX in rel[1]:
                 unfinished += 1
+            elif rel[1].endswith(EARLY_TRACE):
+                early += 1
             elif META_FILE in filenames:
                 entries += 1
                 timelines += meta_trace_ready(os.path.join(dirpath, META_FILE))
@@ -34,6 +38,7 @@ def stats(cache: ProfileCache) -> dict:
                     if d.startswith("v") and d[1:].isdigit() and d != f"v{VERSION}")
     out = {"root": str(cache.root), "version": VERSION, "entries": entries,
            "entries_with_timeline": timelines, "unfinished": unfinished,
+           "early_traces": early,
            "derived": dict(sorted(derived.items())), "bytes": size,
            "other_versions": others}
     if cache.shared is not None:

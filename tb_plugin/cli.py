@@ -303,6 +303,9 @@ def cmd_cache_info(args) -> int:
         print("  derived: " + ", ".join(f"{k} {v}" for k, v in info["derived"].items()))
     if info["unfinished"]:
         print(f"  {info['unfinished']} unfinished builds (a reader was stopped; rebuilt on use)")
+    if info.get("early_traces"):
+        print(f"  {info['early_traces']} traces decoded ahead of their timeline stage (taken by"
+              " it; `cache clear` removes leftovers)")
     if info["other_versions"]:
         print(f"  stale versions (clear with --all-versions): {', '.join(info['other_versions'])}")
     if "shared" in info:

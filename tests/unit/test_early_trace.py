@@ -196,3 +196,20 @@ def test_an_early_trace_of_a_span_whose_views_fail_is_removed(tmp_path, monkeypa
         assert not os.path.exists(loader.cache.early_trace_dir(key))
     finally:
         loader.stop()
+
+
+def test_cache_info_counts_early_traces_and_clear_removes_them(tmp_path):
+    from tb_plugin import cache_maintenance
+
+    _, span, key = _one_span(tmp_path)
+    cache = ProfileCache(str(tmp_path / "cache"))
+    assert cache_maintenance.stats(cache)["early_traces"] == 0
+    build_early_trace(span, cache.root, key)
+    info = cache_maintenance.stats(cache)
+    assert info["early_traces"] == 1 and info["entries"] == 0 and info["unfinished"] == 0
+    early_bytes = sum(os.path.getsize(os.path.join(cache.early_trace_dir(key), f))
+                      for f in os.listdir(cache.early_trace_dir(key)))
+    assert info["bytes"] >= early_bytes > 0
+    cache_maintenance.clear(cache)
+    assert not os.path.exists(cache.early_trace_dir(key))
+    assert cache_maintenance.stats(cache)["early_traces"] == 0
