@@ -269,15 +269,7 @@ class ProfileCache:
         at it, or has done it. A killed builder's leftover is removed first."""
         parent = os.path.join(self.root, key[:2])
         os.makedirs(parent, exist_ok=True)
-        prefix = f"{key}{EARLY_TRACE}{WORK_INFIX}"
-        for name in listdir_or_empty(parent):
-            path = os.path.join(parent, name)
-            if name.startswith(prefix):
-                build_locks.remove_abandoned(path)
-                if os.path.isdir(path):  # still there: its builder is at work
-                    yield None
-                    return
-        if os.path.isdir(self.early_trace_dir(key)):
+        if _sweep_work(parent, f"{key}{EARLY_TRACE}") or os.path.isdir(self.early_trace_dir(key)):
             yield None
             return
         with _locked_work(parent, f"{key}{EARLY_TRACE}") as work:
@@ -286,12 +278,8 @@ class ProfileCache:
     def take_early_trace(self, key: str) -> str | None:
         """The key's finished early trace directory, after waiting for one that is being
         decoded (up to `build_locks.BUILDER_WAIT_S`); None when there is none."""
-        parent = os.path.join(self.root, key[:2])
-        prefix = f"{key}{EARLY_TRACE}{WORK_INFIX}"
-        for name in listdir_or_empty(parent):
-            if name.startswith(prefix):
-                build_locks.remove_abandoned(os.path.join(parent, name),
-                                             wait_s=build_locks.BUILDER_WAIT_S)
+        _sweep_work(os.path.join(self.root, key[:2]), f"{key}{EARLY_TRACE}",
+                    wait_s=build_locks.BUILDER_WAIT_S)
         path = self.early_trace_dir(key)
         return path if os.path.isdir(path) else None
 
@@ -454,6 +442,18 @@ def _locked_work(parent: str, name: str):
         finally:
             if os.path.isdir(work):  # not moved into place
                 shutil.rmtree(work, ignore_errors=True)
+
+
+def _sweep_work(parent: str, name: str, wait_s: float = 0.0) -> bool:
+    """Remove the abandoned `<name>.tmp-*` work directories of `parent` (`_locked_work`),
+    after waiting up to `wait_s` for live ones; whether a live one is still there."""
+    live = False
+    for entry in listdir_or_empty(parent):
+        if entry.startswith(f"{name}{WORK_INFIX}"):
+            path = os.path.join(parent, entry)
+            build_locks.remove_abandoned(path, wait_s=wait_s)
+            live |= os.path.isdir(path)  # still there: its builder is at work
+    return live
 
 
 def listdir_or_empty(path: str) -> list[str]:

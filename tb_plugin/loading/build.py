@@ -9,7 +9,6 @@ key) so they can be pickled into a spawned process; all return {"key", "cached"}
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import multiprocessing
 import os
@@ -19,7 +18,7 @@ import traceback
 
 from .. import storage
 from ..analysis import rank_summary
-from ..cache import META_FILE, ProfileCache, meta_trace_ready
+from ..cache import META_FILE, ProfileCache, meta_trace_ready, open_profile, write_profile
 from ..model import FileError, Profile, ProfileMeta, spilling
 from ..readers import SpanSource
 
@@ -133,9 +132,6 @@ def _build_trace(span: SpanSource, cache: ProfileCache, key: str, profile: Profi
     cache.update(key, profile)
 
 
-EARLY_PART = "early-trace.json"  # in the early trace directory: what the trace step read
-
-
 def build_early_trace(span: SpanSource, cache_root: str, key: str) -> dict:
     """The timeline stage's trace decoding, run beside the views stage of the same span
     (the loader sends it when a reader would otherwise be idle): the trace tables go to
@@ -156,11 +152,7 @@ def build_early_trace(span: SpanSource, cache_root: str, key: str) -> dict:
             return {"key": key, "cached": True}
         with spilling(work):
             part = readers.read(span, work, stage="trace")
-        doc = {"rows": {k: int(v) for k, v in part.rows.items()},
-               "errors": [e.to_json() for e in part.errors],
-               "args_file": part.meta.args_file}
-        with open(os.path.join(work, EARLY_PART), "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, default=repr)
+        write_profile(work, part)  # its tables are there; meta.json says what they are
         os.rename(work, cache.early_trace_dir(key))
     del part
     give_memory_back()
@@ -177,21 +169,20 @@ def _adopt_early_trace(cache: ProfileCache, key: str, profile: Profile) -> bool:
     try:
         if not profile.meta.trace_deferred:
             return False
-        with open(os.path.join(early, EARLY_PART), encoding="utf-8") as fh:
-            doc = json.load(fh)
+        part = open_profile(early)
         entry = cache.entry_dir(key)
-        for name in os.listdir(early):
-            if name != EARLY_PART and os.path.isfile(os.path.join(early, name)):
+        for name in os.listdir(early):  # the tables and the args file, not its meta.json
+            if name != META_FILE and os.path.isfile(os.path.join(early, name)):
                 os.replace(os.path.join(early, name), os.path.join(entry, name))
-    except (OSError, ValueError) as exc:  # decoded again instead
+    except (OSError, ValueError, TypeError) as exc:  # decoded again instead
         log.warning("early trace of %s unusable (%r); decoding the trace again", key, exc)
         return False
     finally:
         shutil.rmtree(early, ignore_errors=True)
-    profile.rows.update(doc["rows"])
-    profile.errors.extend(FileError(e["path"], e["message"]) for e in doc["errors"])
-    if doc.get("args_file"):
-        profile.meta.args_file = doc["args_file"]
+    profile.rows.update(part.rows)
+    profile.errors.extend(part.errors)
+    if part.meta.args_file:
+        profile.meta.args_file = part.meta.args_file
     return True
 
 

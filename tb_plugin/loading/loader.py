@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 
-from .. import discovery, storage
+from .. import discovery, readers, storage
 from ..cache import ProfileCache
 from ..model import Profile
 from ..natural_sort import natural_key
@@ -262,12 +262,9 @@ class Loader:
             building = [s for s in self._spans.values() if s.state in ("pending", "loading")]
             if self._traces_running or len(building) >= pool.max_workers:
                 return
-            candidates = [s for s in building if s.state == "loading"
-                          and s.span.producer in STAGED
-                          and _span_id(s) not in self._early_started]
-            sizes = {id(s): _trace_bytes(s.span) for s in candidates}
-            candidates = [s for s in candidates if sizes[id(s)] > 0
-                          and _views_bytes(s.span) >= EARLY_TRACE_MIN_VIEWS_BYTES]
+            sizes = {id(s): _early_trace_bytes(s.span) for s in building
+                     if s.state == "loading" and _span_id(s) not in self._early_started}
+            candidates = [s for s in building if sizes.get(id(s))]
             if not candidates:
                 return
             st = max(candidates, key=lambda s: sizes[id(s)])
@@ -386,25 +383,28 @@ def _span_id(st: SpanState) -> SpanId:
     return (st.span.run, st.span.worker, st.span.span)
 
 
-def _views_bytes(span) -> int:
-    """The size of the span's files other than its traces (what the views stage reads)."""
-    size = 0
+def _early_trace_bytes(span) -> int:
+    """The size of the trace this span's views stage leaves to the timeline stage, when
+    that views stage reads at least EARLY_TRACE_MIN_VIEWS_BYTES; else 0. The file sizes
+    are checked first, so a small span never imports its reader here."""
+    if span.producer not in STAGED:
+        return 0
+    sizes = {}
     for path in span.files:
-        if not os.path.basename(path).startswith("trace_view.json"):
-            try:
-                size += os.path.getsize(path)
-            except OSError:
-                pass
-    return size
-
-
-def _trace_bytes(span) -> int:
-    """The size of the span's largest trace file (0 without one)."""
-    size = 0
-    for path in span.files:
-        if os.path.basename(path).startswith("trace_view.json"):
-            try:
-                size = max(size, os.path.getsize(path))
-            except OSError:
-                pass
-    return size
+        try:
+            sizes[path] = os.path.getsize(path)
+        except OSError:
+            pass
+    if sum(sizes.values()) < EARLY_TRACE_MIN_VIEWS_BYTES:
+        return 0
+    trace = readers.deferred_trace(span)
+    if trace is None:
+        return 0
+    size = sizes.get(trace)
+    if size is None:
+        try:
+            size = os.path.getsize(trace)
+        except OSError:
+            return 0
+    views = sum(sizes.values()) - sizes.get(trace, 0)
+    return size if views >= EARLY_TRACE_MIN_VIEWS_BYTES else 0

@@ -14,7 +14,7 @@ from tb_plugin import discovery, readers
 from tb_plugin.cache import ProfileCache, entry_key
 from tb_plugin.loading import Loader, build_entry, build_trace
 from tb_plugin.loading import loader as loader_module
-from tb_plugin.loading.build import EARLY_PART, build_early_trace
+from tb_plugin.loading.build import build_early_trace
 from tests.tb_server import FIXTURES
 
 LEVEL1 = sorted(glob.glob(os.path.join(FIXTURES, "torch_npu_level1", "*_ascend_pt")))[0]
@@ -59,9 +59,9 @@ def test_the_timeline_stage_takes_the_early_trace_and_makes_the_same_entry(tmp_p
     cache = ProfileCache(str(tmp_path / "cache"))
     assert build_early_trace(span, cache.root, key) == {"key": key, "cached": False}
     early = cache.early_trace_dir(key)
-    with open(os.path.join(early, EARLY_PART)) as fh:
+    with open(os.path.join(early, "meta.json")) as fh:
         part = json.load(fh)
-    assert part["rows"]["slices"] > 0 and part["args_file"]
+    assert part["rows"]["slices"] > 0 and part["meta"]["args_file"]
     build_entry(span, cache.root, key)
     # The trace is gone now: the timeline can only come from the early tables.
     os.remove(_trace_file(span))
@@ -167,7 +167,9 @@ def test_the_loader_decodes_a_lone_span_s_trace_beside_its_views(tmp_path, monke
 
 def test_the_loader_does_not_decode_early_below_the_size_rule(tmp_path):
     logdir, span, key = _one_span(tmp_path)
-    assert loader_module._views_bytes(span) < loader_module.EARLY_TRACE_MIN_VIEWS_BYTES
+    views = sum(os.path.getsize(p) for p in span.files if p != _trace_file(span))
+    assert views < loader_module.EARLY_TRACE_MIN_VIEWS_BYTES
+    assert loader_module._early_trace_bytes(span) == 0
     loader = Loader(str(logdir), cache=ProfileCache(str(tmp_path / "cache")), max_workers=2)
     try:
         loader.scan()
