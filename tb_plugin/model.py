@@ -630,6 +630,9 @@ class ProfileMeta:
         False)
     trace_ready: bool = _meta_field("The second load stage (timeline index) is done.", False)
     load_seconds: float | None = _meta_field("Wall time of the first load stage.")
+    stored_results: dict | None = _meta_field(
+        "Analysis results stored with the entry at load time (analysis/stored.py): name -> "
+        "\"arrow\" (a table, stored-<name>.arrow) or \"json\" (stored-<name>.json).")
     trace_seconds: float | None = _meta_field("Wall time of the second load stage.")
 
     # -- access by name (declared fields only)

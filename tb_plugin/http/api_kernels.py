@@ -11,7 +11,7 @@ from ..analysis import op_types as op_types_view
 from ..analysis import tables
 from ..loading import Loader
 from . import params
-from .requests import _results, _table_response, profile_from
+from .requests import _results, _table_response, profile_from, profile_result
 from .responses import ApiError, csv_response, json_response
 
 # Columns of a counters row that stay at the top level of a JSON row (the ratios go to "pmu").
@@ -42,8 +42,8 @@ def kernels(request, loader: Loader):
     if bound is not None:
         bound = params.choice(request.args, "bound", kernel_counters.BOUND_CLASSES, "none")
     tp = params.table_params(request.args)
-    df = _results.get_or_compute((key, "kernels+pmu", group_by, step),
-                                 lambda: kernel_counters.table_with_counters(prof, group_by, step))
+    df = profile_result(prof, key, kernel_counters.table_with_counters, group_by=group_by,
+                        step=step)
     has_counters = "bound" in df.columns
     if bound is not None:
         df = df[df["bound"].eq(bound).fillna(False).to_numpy(dtype=bool)] if has_counters \
@@ -104,15 +104,14 @@ def kernel_pmu(request, loader: Loader):
 def kernel_op_types(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     core = params.text(request.args, "core")
-    df = _results.get_or_compute((key, "op_types", core),
-                                 lambda: op_types_view.table(prof, core))
+    df = profile_result(prof, key, op_types_view.table, core=core)
     return _table_response(request.args, df, "-total_us", "type", "op_types.csv",
                            extra={"source": op_types_view.source(prof)})
 
 
 def kernel_api_statistic(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    df = _results.get_or_compute((key, "api_statistic"), lambda: op_types_view.api_table(prof))
+    df = profile_result(prof, key, op_types_view.api_table)
     return _table_response(request.args, df, "-total_us", "name", "api_statistic.csv")
 
 

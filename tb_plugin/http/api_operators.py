@@ -7,15 +7,14 @@ from __future__ import annotations
 from ..analysis import operators as operators_view
 from ..loading import Loader
 from . import params
-from .requests import _results, _table_response, profile_from
+from .requests import _table_response, profile_from, profile_result
 from .responses import json_response
 
 
 def operators(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
-    df = _results.get_or_compute((key, "operators", group_by),
-                      lambda: operators_view.table(prof, group_by))
+    df = profile_result(prof, key, operators_view.table, group_by=group_by)
     default = "-" + operators_view.default_sort(prof).lstrip("-")
     return _table_response(request.args, df, default, "name", f"operators_by_{group_by}.csv")
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from ..analysis import overview as overview_view
 from ..loading import Loader
-from .requests import _results, profile_from
+from .requests import profile_from, profile_result
 from .responses import json_response
 
 
 def steps(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = _results.get_or_compute((key, "steps"), lambda: overview_view.steps(prof))
+    data = profile_result(prof, key, overview_view.steps)
     return json_response(data)
 
 
 def summary(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = _results.get_or_compute((key, "summary"), lambda: overview_view.summary(prof))
+    data = profile_result(prof, key, overview_view.summary)
     return json_response(data)
 
 

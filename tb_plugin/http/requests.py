@@ -21,6 +21,16 @@ from .responses import ApiError, csv_response, json_response
 _results: LRU = LRU(128)
 
 
+def profile_result(prof: Profile, key: str, fn, **kwargs):
+    """`fn(prof, **kwargs)` for the profile of cache entry `key`: from the results LRU, else
+    read from the entry when it is a stored analysis (analysis/stored.py: the views' first
+    answers, made at load time), else computed."""
+    from ..analysis import stored
+
+    memo_key = (key, fn.__module__, fn.__qualname__, tuple(sorted(kwargs.items())))
+    return _results.get_or_compute(memo_key, lambda: stored.result(prof, fn, **kwargs))
+
+
 # ---- profile lookup --------------------------------------------------------------------
 
 def _resolve(loader: Loader, args, prefix: str = ""):

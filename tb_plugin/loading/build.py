@@ -1,6 +1,7 @@
 """The load stages of one span, as run in a reader process (or a thread in-process).
 
-Stage 1 (`build_entry`) reads what the views need and commits a new cache entry; stage 2
+Stage 1 (`build_entry`) reads what the views need and commits a new cache entry, with the
+views' first answers made from those tables (analysis/stored.py); stage 2
 (`build_trace`) adds the timeline (the trace tables, when stage 1 deferred them, and the
 trace index) to that entry; stage 3 (`build_advice`) stores the documents made from every
 table (the advice, the dispatch path). All are top-level functions of (span, cache root,
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
     """Read one span and store it in the cache (runs in a reader process)."""
     from .. import readers
-    from ..analysis import derive
+    from ..analysis import derive, stored
 
     prepare_reader_process()
     cache = ProfileCache.at(cache_root)
@@ -49,6 +50,8 @@ def build_entry(span: SpanSource, cache_root: str, key: str) -> dict:
                 log.error("reader failed for %s\n%s", span.root, traceback.format_exc())
             give_memory_back(collect=False)
             _derive(derive.complete, profile, span, "analysis failed", "derive")
+            # The views' first answers, while the tables are at hand (analysis/stored.py).
+            profile.meta.stored_results = stored.write_all(profile, work) or None
         summary = _rank_summary(profile, span)
         profile.meta.load_seconds = round(time.time() - started, 3)
         cache.commit(key, work, profile)

@@ -1,0 +1,133 @@
+"""Analysis results stored with each cache entry (analysis/stored.py): every stored result is
+the one the same analysis computes from the finished entry (after the timeline stage too),
+on every fixture; requests with other arguments are computed; a damaged stored file is
+computed instead."""
+import logging
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tb_plugin import discovery
+from tb_plugin.analysis import kernel_counters, overview, stored
+from tb_plugin.cache import ProfileCache, entry_key
+from tb_plugin.http.requests import _results, profile_result
+from tb_plugin.loading import build_entry, build_trace
+from tb_plugin.model import Profile, ProfileMeta
+from tests.tb_server import FIXTURES
+
+
+def _spans():
+    runs, _ = discovery.discover(FIXTURES)
+    return [s for r in sorted(runs.values(), key=lambda r: r.name) for s in r.spans()]
+
+
+def _key(span) -> str:
+    return entry_key(span.producer, span.root, span.device_id, discovery.fingerprint(span))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every fixture span through both load stages: (cache, [(span, key)])."""
+    cache = ProfileCache(str(tmp_path_factory.mktemp("stored-cache")))
+    out = []
+    for span in _spans():
+        key = _key(span)
+        build_entry(span, cache.root, key)
+        build_trace(span, cache.root, key)
+        out.append((span, key))
+    return cache, out
+
+
+def _equal(a, b) -> None:
+    if isinstance(b, pd.DataFrame):
+        assert isinstance(a, pd.DataFrame)
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    else:
+        assert a == b
+
+
+def test_every_stored_result_is_what_the_finished_entry_computes(built):
+    cache, spans = built
+    count = {s.name: 0 for s in stored.STORED}
+    for span, key in spans:
+        prof = cache.load(key)
+        names = prof.meta.stored_results or {}
+        assert prof.meta.trace_ready
+        for s in stored.STORED:
+            if s.name not in names:
+                continue
+            kept = stored.read(prof, s)
+            assert kept is not None, (span.root, s.name)
+            # The reference: the analysis on a fresh copy of the entry, tables read back.
+            _equal(kept, s.compute(cache.load(key), **s.kwargs))
+            count[s.name] += 1
+    # Not vacuous: each stored analysis was stored (and compared) for most fixture spans.
+    assert all(n >= len(spans) // 2 for n in count.values()), count
+
+
+def test_answers_come_from_the_stored_file_and_other_arguments_are_computed(built, tmp_path):
+    cache, spans = built
+    span, key = next((s, k) for s, k in spans if s.producer == "torch_npu"
+                     and "kernels-by-name" in (cache.load(k).meta.stored_results or {}))
+    prof = cache.load(key)
+    steps = stored.read(prof, stored.lookup(overview.steps, {}))
+    assert steps["steps"], "a torch_npu fixture has steps"
+    # Marked in the stored file: the answer shows the mark, so it was read, not computed.
+    marked = dict(steps, categories=steps["categories"] + ["stored-mark"])
+    path = os.path.join(prof.directory, "stored-overview-steps.json")
+    original = open(path, "rb").read()
+    try:
+        import msgspec
+
+        with open(path, "wb") as fh:
+            fh.write(msgspec.json.encode(marked))
+        _results.clear()
+        assert profile_result(prof, key, overview.steps)["categories"][-1] == "stored-mark"
+    finally:
+        with open(path, "wb") as fh:
+            fh.write(original)
+        _results.clear()
+    # Defaults spelt out or left out find the same stored result.
+    assert stored.lookup(kernel_counters.table_with_counters, {}) is \
+        stored.lookup(kernel_counters.table_with_counters, {"group_by": "name", "step": None})
+    # Another grouping is not stored: computed, and equal to the analysis itself.
+    assert stored.lookup(kernel_counters.table_with_counters, {"group_by": "type"}) is None
+    by_type = profile_result(prof, key, kernel_counters.table_with_counters, group_by="type")
+    _equal(by_type, kernel_counters.table_with_counters(cache.load(key), group_by="type"))
+    _results.clear()
+
+
+def test_a_damaged_stored_file_is_computed_instead(built, tmp_path, caplog):
+    cache, spans = built
+    span, key = next((s, k) for s, k in spans
+                     if "kernels-by-name" in (cache.load(k).meta.stored_results or {}))
+    prof = cache.load(key)
+    path = os.path.join(prof.directory, "stored-kernels-by-name.arrow")
+    original = open(path, "rb").read()
+    try:
+        with open(path, "wb") as fh:
+            fh.write(original[: len(original) // 3])
+        with caplog.at_level(logging.WARNING, logger="tb_plugin.analysis.stored"):
+            got = stored.result(cache.load(key), kernel_counters.table_with_counters,
+                                group_by="name", step=None)
+        assert "unreadable" in caplog.text
+    finally:
+        with open(path, "wb") as fh:
+            fh.write(original)
+    _equal(got, kernel_counters.table_with_counters(cache.load(key)))
+
+
+def test_a_document_json_cannot_hold_exactly_is_not_stored(tmp_path):
+    """A step time that is NaN (JSON has no NaN): the steps document is left out and made
+    on request; the documents without one are stored."""
+    steps = pd.DataFrame({"step": np.array([1, 2], dtype=np.int64),
+                          "total_ns": np.array([1000.0, np.nan])})
+    prof = Profile(tables={"steps": steps}, meta=ProfileMeta(producer="torch_npu"),
+                   directory=None)
+    written = stored.write_all(prof, str(tmp_path))
+    assert "overview-steps" not in written
+    assert not os.path.exists(tmp_path / "stored-overview-steps.json")
+    assert written.get("operators-by-name") == "arrow"
+    assert os.path.isfile(tmp_path / "stored-operators-by-name.arrow")
