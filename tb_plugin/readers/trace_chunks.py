@@ -327,15 +327,26 @@ def read_range(mm, pos: int, end: int, b, chunk_bytes: int,
     """Decode the events in mm[pos:end] chunk by chunk into `b`; the reason the range
     ended early, if it did (events before the damage are kept). `b` is a builder
     (`trace_builder._Builder`: anything with `add(events)`)."""
-    while pos < end:
+    _, err = read_until(mm, pos, end, end, b, chunk_bytes, repairs)
+    if err:
+        return err if error is None else f"{error}; {err}"
+    return error
+
+
+def read_until(mm, pos: int, end: int, stop: int, b, chunk_bytes: int,
+               repairs: "_Utf8Repairs") -> tuple[int, str | None]:
+    """`read_range` of mm[pos:end] that stops at the first chunk starting at or after
+    `stop`: (where it stopped, the reason it ended early). The chunks are cut as when the
+    whole range is read, so reading up to each piece's start in turn is that same read."""
+    while pos < stop:
         evs, nxt, err = _next_chunk(mm, pos, end, chunk_bytes, repairs)
         if evs:
             b.add(evs)
         del evs
         if err:
-            return err if error is None else f"{error}; {err}"
+            return pos, err
         _release(mm, pos, nxt)
         pos = nxt
         while pos < end and mm[pos:pos + 1] in (b",", b" ", b"\n", b"\r", b"\t"):
             pos += 1
-    return error
+    return pos, None

@@ -117,14 +117,14 @@ def _read_mapped(mm, b: "_Builder", chunk_bytes, gz_error, path, errors, *,
         pos = end
     from . import trace_ranges  # (it imports this module)
 
-    n_workers = trace_ranges.decode_workers(end - pos) if workers is None else workers
-    if n_workers > 1 and error is None and mapped_path:
-        ranges = trace_ranges.read_parallel(mm, mapped_path, pos, end, n_workers, b,
-                                            chunk_bytes, tmp_dir, repairs)
-        if ranges:
-            b.decode_ranges = max(b.decode_ranges, ranges)
-            pos = end
-    error = read_range(mm, pos, end, b, chunk_bytes, repairs, error)
+    n_workers, grow = trace_ranges.decode_plan(end - pos, workers)
+    if (n_workers > 1 or grow) and error is None and mapped_path:
+        processes, error = trace_ranges.read_dynamic(mm, mapped_path, pos, end, b,
+                                                     chunk_bytes, tmp_dir, repairs,
+                                                     n_workers, grow)
+        b.decode_ranges = max(b.decode_ranges, processes)
+    else:
+        error = read_range(mm, pos, end, b, chunk_bytes, repairs, error)
     if gz_error:
         error = gz_error if error is None else f"{gz_error}; {error}"
     if error and b.count == before:

@@ -17,6 +17,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -25,15 +26,28 @@ from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
 from .trace_args import _ArgsSink
 from .trace_builder import _Builder
-from .trace_chunks import _BOUNDARY, _Utf8Repairs, _map, read_range
+from .trace_chunks import _BOUNDARY, _Utf8Repairs, _map, read_range, read_until
 
 log = logging.getLogger(__name__)
 
 
 PARALLEL_MIN_BYTES = 128 << 20
 MAX_DECODE_WORKERS = 4
-# What the calling process decodes while a range's process starts (~0.6 s of imports).
-SPAWN_LEAD_BYTES = 32 << 20
+# The unit of work handed out: ~0.5 s of decoding, so that the calling process and its
+# helpers end within about that of each other, whenever the helpers joined.
+PIECE_BYTES = 32 << 20
+# A helper joins when this much of a core was idle while the last piece was decoded.
+GROW_FREE_CORES = 0.75
+
+
+def decode_plan(size: int, workers: int | None = None) -> tuple[int, bool]:
+    """(processes to start with, whether helpers may join later) for a file of `size`
+    bytes: `workers` when given, or `$NPU_PROFILER_DECODE_WORKERS`, both fixed; else
+    `decode_workers`, and more as cores free up when the file is large enough."""
+    if workers is not None:
+        return workers, False
+    fixed = os.environ.get("NPU_PROFILER_DECODE_WORKERS", "").strip().isdigit()
+    return decode_workers(size), not fixed and size >= PARALLEL_MIN_BYTES
 
 
 def decode_workers(size: int) -> int:
@@ -81,38 +95,30 @@ def _cpu_times() -> list[int]:
         return [int(v) for v in fh.readline().split()[1:9]]
 
 
-def split_ranges(mm, pos: int, end: int, k: int, chunk_bytes: int) -> list[tuple[int, int]]:
-    """k byte ranges of the event array made of whole chunks: the cuts are exactly where the
-    one-process path cuts its chunks, so every chunk, every interned value and every args
-    row comes out as that path makes them (the merged tables are the same, byte for byte)."""
-    cuts = []
-    p = pos
-    while True:
-        m = (_BOUNDARY.search(mm, p + chunk_bytes, end) if p + chunk_bytes < end - 1
-             else None)
+def split_pieces(mm, pos: int, end: int, chunk_bytes: int,
+                 piece_bytes: int = 0) -> list[tuple[int, int]]:
+    """The event array mm[pos:end] as byte ranges of whole chunks, each at least
+    `piece_bytes` long but the last: the cuts are exactly where the one-process path cuts
+    its chunks, so every chunk, every interned value and every args row comes out as that
+    path makes them (the merged tables are the same, byte for byte)."""
+    pieces, lo, p = [], pos, pos
+    while p + chunk_bytes < end - 1:
+        m = _BOUNDARY.search(mm, p + chunk_bytes, end)
         if m is None:
             break
-        cuts.append((m.start() + 1, m.end() - 1))  # (end of a chunk, start of the next)
-        p = m.end() - 1
-    if not cuts:
-        return [(pos, end)]
-    n = len(cuts) + 1  # chunks
-    k = min(k, n)
-    if k < 2:
-        return [(pos, end)]
-    # The calling process starts on its range at once, the others after their process has
-    # started and imported (SPAWN_LEAD_BYTES of decoding): the first range is longer by
-    # that much more than the others, so that all end together (else the caller waits).
-    lead = min(SPAWN_LEAD_BYTES // max(chunk_bytes, 1), (n - k) // k)
-    first = round((n - lead) / k) + lead
-    chosen = [cuts[first - 1]] + [cuts[first + round(i * (n - first) / (k - 1)) - 1]
-                                  for i in range(1, k - 1)]
-    bounds, lo = [], pos
-    for chunk_end, next_start in chosen:
-        bounds.append((lo, chunk_end))
-        lo = next_start
-    bounds.append((lo, end))
-    return bounds
+        chunk_end, next_start = m.start() + 1, m.end() - 1
+        if chunk_end - lo >= piece_bytes:
+            pieces.append((lo, chunk_end))
+            lo = next_start
+        p = next_start
+    pieces.append((lo, end))
+    return pieces
+
+
+def piece_bytes_for(size: int, workers: int) -> int:
+    """Pieces of PIECE_BYTES, smaller for a file that would not give each of `workers`
+    processes a few of them."""
+    return max(1, min(PIECE_BYTES, size // max(1, 4 * workers)))
 
 
 def decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_for,
@@ -136,57 +142,173 @@ def builder_state(b: "_Builder", repairs: _Utf8Repairs, err: str | None) -> dict
         "x_parts": b.x_parts, "i_parts": b.i_parts, "flow_parts": b.flow_parts,
         "counter_rows": b.counter_rows, "be_events": b.be_events,
         "meta_events": [(n, p, t, bytes(a)) for n, p, t, a in b.meta_events],
+        "pid": os.getpid(),
     }
 
 
-def read_parallel(mm, mapped_path: str, pos: int, end: int, k: int, b: "_Builder",
-                   chunk_bytes: int, tmp_dir: str | None, repairs: _Utf8Repairs) -> int:
-    """Decode mm[pos:end] in up to k ranges into `b`; how many, or 0 (and `b` untouched)
-    when it could not (no process could start, or a range is damaged: the caller reads the
-    file in one process)."""
-    if multiprocessing.current_process().daemon:  # e.g. a Dask worker: no child processes
-        return 0
+def can_use_helpers(b: "_Builder") -> bool:
+    """Whether helper processes can decode for this builder: not from a daemonic process
+    (a Dask worker cannot have children), and only with filters that can be pickled."""
+    if multiprocessing.current_process().daemon:
+        return False
     try:
         pickle.dumps((b.extract_args, b.extract_for))
     except Exception:  # a filter that is not a module-level function
-        return 0
-    ranges = split_ranges(mm, pos, end, k, chunk_bytes)
-    if len(ranges) < 2:
-        return 0
+        return False
+    return True
+
+
+class _Pieces:
+    """Who decodes which piece: the calling process from the front, helper processes from
+    the back, each helper one piece at a time (a new one when it hands one back), so the
+    two meet wherever the work is balanced, whenever helpers joined."""
+
+    def __init__(self, pieces, submit):
+        self.pieces = pieces
+        self.front = 0  # the next piece for the calling process
+        self.back = len(pieces)  # pieces [back:] are the helpers'
+        self.jobs: dict[int, cf.Future] = {}
+        self.failed = False  # a helper's piece failed: the caller reads on alone
+        self._submit = submit
+        self._lock = threading.Lock()
+
+    def take_front(self) -> int | None:
+        with self._lock:
+            if self.failed or self.front >= self.back:
+                return None
+            self.front += 1
+            return self.front - 1
+
+    def give_helper(self) -> bool:
+        """One more piece to a helper, from the back (never the caller's next one)."""
+        with self._lock:
+            if self.failed or self.back - 1 <= self.front:
+                return False
+            self.back -= 1
+            i = self.back
+            try:
+                fut = self._submit(i, *self.pieces[i])
+            except Exception as exc:  # no process could start: the caller reads on alone
+                log.warning("parallel trace decoding not used: %r", exc)
+                self.failed = True
+                return False
+            self.jobs[i] = fut
+        fut.add_done_callback(self._done)
+        return True
+
+    def _done(self, fut: cf.Future) -> None:
+        ok = not fut.cancelled() and fut.exception() is None and not fut.result()["error"]
+        if not ok:
+            with self._lock:
+                self.failed = True
+            return
+        self.give_helper()
+
+    def fail(self) -> None:
+        with self._lock:
+            self.failed = True
+
+
+def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_bytes: int,
+                 tmp_dir: str | None, repairs: _Utf8Repairs, workers: int,
+                 grow: bool) -> tuple[int, str | None]:
+    """Decode mm[pos:end] into `b` with `workers` processes (this one and workers - 1
+    helpers), and, with `grow`, one more helper whenever a core has been free during the
+    last piece (up to MAX_DECODE_WORKERS): a trace decoded beside a long views stage gets
+    the second core the moment those views are done. Returns (processes whose pieces were
+    merged, the reason the decoding ended early or None).
+
+    The tables are those of the one-process path: this process decodes its pieces into
+    `b` as that path does, the helpers' pieces are merged after them in file order; any
+    failure of a helper (a damaged range, a process that died) or a piece that does not
+    start where this process' chunks end makes this process read the rest alone."""
+    max_helpers = max(workers - 1, 0)
+    if grow:
+        max_helpers = max(max_helpers, min(MAX_DECODE_WORKERS, _cpu_count()) - 1)
+    if max_helpers == 0 or not can_use_helpers(b):
+        return 1, read_range(mm, pos, end, b, chunk_bytes, repairs)
+    pieces = split_pieces(mm, pos, end, chunk_bytes,
+                          piece_bytes_for(end - pos, max(workers, 2)))
+    if len(pieces) < 2:
+        return 1, read_range(mm, pos, end, b, chunk_bytes, repairs)
     work = tempfile.mkdtemp(prefix="trace-ranges-", dir=tmp_dir)
-    states: list[dict] = []
+    executor: list[cf.ProcessPoolExecutor] = []
+    executor_lock = threading.Lock()
+
+    def submit(i: int, lo: int, hi: int) -> cf.Future:
+        with executor_lock:
+            if not executor:  # started with the first helper's piece
+                executor.append(cf.ProcessPoolExecutor(
+                    max_helpers, mp_context=spawned_context(), initializer=exit_with_parent))
+            return executor[0].submit(decode_range_job, mapped_path, lo, hi,
+                                      b.extract_args or None, b.extract_for,
+                                      os.path.join(work, f"args-{i}.arrow"), chunk_bytes)
+
+    share = _Pieces(pieces, submit)
+    helpers = 0
     try:
-        with cf.ProcessPoolExecutor(len(ranges) - 1,
-                                    mp_context=spawned_context(),
-                                    initializer=exit_with_parent) as ex:
-            futures = [ex.submit(decode_range_job, mapped_path, lo, hi, b.extract_args or None,
-                                 b.extract_for, os.path.join(work, f"args-{i}.arrow"),
-                                 chunk_bytes)
-                       for i, (lo, hi) in enumerate(ranges[1:], 1)]
-            first = _Builder(_ArgsSink(os.path.join(work, "args-0.arrow")),
-                             b.extract_args or None, b.extract_for)
-            first_repairs = _Utf8Repairs()
-            err = read_range(mm, ranges[0][0], ranges[0][1], first, chunk_bytes,
-                                 first_repairs)
-            first.sink.close()
-            states.append(builder_state(first, first_repairs, err))
-            del first
-            for f in futures:
-                states.append(f.result())
-    except Exception as exc:  # no process could start or run: decode in this one
-        log.warning("parallel trace decoding not used: %r", exc)
-        shutil.rmtree(work, ignore_errors=True)
-        return 0
-    if any(st["error"] for st in states):
-        shutil.rmtree(work, ignore_errors=True)
-        return 0
-    try:
-        for i, st in enumerate(states):
-            merge_state(b, st, os.path.join(work, f"args-{i}.arrow"))
-            repairs.sequences += st["repairs"]
+        for _ in range(max(workers - 1, 0)):
+            helpers += share.give_helper()
+        at, err = pos, None
+        before = _busy_sample()
+        while (i := share.take_front()) is not None:
+            lo, _hi = pieces[i]
+            if at != lo:  # a cut the chunks did not make (a boundary inside a string)
+                share.fail()
+                break
+            stop = pieces[i + 1][0] if i + 1 < len(pieces) else end
+            at, err = read_until(mm, at, end, stop, b, chunk_bytes, repairs)
+            if err:  # the one-process path stops here too, with what came before
+                share.fail()
+                return 1, err
+            if grow and helpers < max_helpers:
+                now = _busy_sample()
+                if _free_cores(before, now) >= GROW_FREE_CORES:
+                    helpers += share.give_helper()
+                before = now
+        if share.jobs:
+            cf.wait(list(share.jobs.values()))
+        states = {i: f.result() for i, f in share.jobs.items()
+                  if not f.cancelled() and f.exception() is None}
+        if share.failed or len(states) != len(share.jobs) \
+                or any(st["error"] for st in states.values()):
+            if share.jobs:
+                log.warning("parallel trace decoding not used for the rest of the file"
+                            " (a helper's range failed); read on in one process")
+            return 1, read_range(mm, at, end, b, chunk_bytes, repairs)
+        for i in sorted(states):
+            merge_state(b, states[i], os.path.join(work, f"args-{i}.arrow"))
+            repairs.sequences += states[i]["repairs"]
+        return 1 + len({st["pid"] for st in states.values()}), None
     finally:
+        for ex in executor:
+            ex.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(work, ignore_errors=True)
-    return len(ranges)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _busy_sample() -> list[int] | None:
+    try:
+        return _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _free_cores(a: list[int] | None, b: list[int] | None) -> float:
+    """Cores idle between two /proc/stat samples (0 when unknown)."""
+    if a is None or b is None:
+        return 0.0
+    total = sum(b) - sum(a)
+    if total <= 0:
+        return 0.0
+    idle = (b[3] + b[4]) - (a[3] + a[4])
+    return max(0.0, idle / total) * _cpu_count()
 
 
 def merge_state(b: "_Builder", st: dict, args_file: str) -> None:

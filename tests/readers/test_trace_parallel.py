@@ -123,3 +123,66 @@ def test_busy_cores_is_the_cpu_share_used_now():
     assert trace_ranges.busy_cores(2, 0, unreadable) == pytest.approx(os.getloadavg()[0])
     # And on this machine: a share of its cores.
     assert 0.0 <= trace_ranges.busy_cores(2, 0.05) <= 2.0
+
+
+def test_a_helper_joins_when_a_core_frees_up(tmp_path, monkeypatch):
+    """A large trace started with every core busy (one process) takes a helper at the
+    first piece after which a core was idle: the tables are still the one-process ones."""
+    from tb_plugin.readers import trace_ranges
+
+    path = str(tmp_path / "trace_view.json")
+    _every_kind_trace(path)
+    one = _read(path, 1)
+    monkeypatch.delenv("NPU_PROFILER_DECODE_WORKERS", raising=False)
+    monkeypatch.setattr(trace_ranges, "PARALLEL_MIN_BYTES", 1)  # "large"
+    monkeypatch.setattr(trace_ranges, "busy_cores", lambda cpus, *a, **k: float(cpus))
+    monkeypatch.setattr(trace_ranges, "_cpu_count", lambda: 2)
+    samples = iter([0.0, 0.0, 1.0])  # busy, busy, then a core idle: after the 2nd piece
+
+    def free(a, b):
+        return next(samples, 1.0)
+
+    monkeypatch.setattr(trace_ranges, "_free_cores", free)
+    assert trace_ranges.decode_plan(os.path.getsize(path)) == (1, True)
+    grown = _read(path, None)
+    assert grown.decode_ranges == 2
+    _assert_same(one, grown)
+
+
+def test_pieces_are_whole_chunks_that_cover_the_event_array(tmp_path):
+    from tb_plugin.readers import trace_chunks, trace_ranges
+
+    path = str(tmp_path / "trace_view.json")
+    _every_kind_trace(path)
+    mm = trace_chunks._map(path)
+    try:
+        start, end, _, err = trace_chunks._locate_events(mm, trace_chunks._Utf8Repairs())
+        assert err is None
+        pieces = trace_ranges.split_pieces(mm, start + 1, end, SMALL_CHUNK, 3 * SMALL_CHUNK)
+        assert len(pieces) > 4 and pieces[0][0] == start + 1 and pieces[-1][1] == end
+        for (_, hi), (lo, _) in zip(pieces, pieces[1:]):
+            assert mm[hi - 1:hi] == b"}" and mm[lo:lo + 1] == b"{"
+            assert mm[hi:lo].strip() == b","  # only the separator between two pieces
+        # Each piece but the last holds at least the piece size.
+        assert all(hi - lo >= 3 * SMALL_CHUNK for lo, hi in pieces[:-1])
+    finally:
+        mm.close()
+
+
+def test_boundaries_inside_strings_give_the_one_process_tables(tmp_path):
+    """Names full of '}, {': the byte search cuts pieces inside strings; those pieces do
+    not decode, or do not start where the chunks end, and the rest is read in one
+    process: the tables are the one-process ones."""
+    path = str(tmp_path / "trace_view.json")
+    events = []
+    for i in range(3000):
+        name = "a}, {b" + "c" * 200 + f"d}}, {{e{i % 50}"
+        events.append({"ph": "X", "name": name, "cat": "cpu_op", "pid": 1,
+                       "tid": 1, "ts": 1000 + i * 10, "dur": 5})
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("[" + ", ".join(json.dumps(e) for e in events) + "]")
+    one = _read(path, 1)
+    assert len(one.slices) == 3000 and not one.errors
+    many = _read(path, 3)
+    assert many.decode_ranges < 3  # a piece starts inside a name: read on in one process
+    _assert_same(one, many)
