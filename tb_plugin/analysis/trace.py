@@ -23,7 +23,7 @@ from ..model import Profile
 from ..natural_sort import natural_key
 from . import trace_index as ti
 
-LIVE_MAX = 20000        # a lane with at most this many slices in the window is merged live
+LIVE_MAX = ti.LIVE_MAX  # a lane with at most this many slices in the window is merged live
 MAX_ITEMS = 20000       # slices + blocks per viewport answer (about 0.6 MB of JSON)
 RUN_PX = 24             # a merged block never spans more than this many pixels
 US = 1000.0

@@ -16,7 +16,10 @@ Tables (all sorted; "slice id" = row of `trace_slices`):
 - trace_lod: per lane and level L, one row per non-empty bucket of width 2^(12+2L) ns of the
   slices with cls <= L (all shorter than the bucket): gkey = lane*64+L, bucket (index from
   the origin), count, busy_ns (sum of durations), name (code of the longest slice),
-  first_ns, last_ns (max end). Sorted by (gkey, bucket).
+  first_ns, last_ns (max end). Sorted by (gkey, bucket). Only the levels a viewport can
+  read for that lane (`_lod_first_levels`: a viewport merges a lane live, without LOD,
+  while its window holds at most LIVE_MAX of the lane's slices); the rest were 60% of
+  the rows of a 1 GB trace (level 1 of 4 us buckets had ~1.4 slices per bucket).
 - trace_edges: src, dst (slice ids), name: flows bound to slices (consecutive endpoints of
   one flow id), sorted by src; `dst_order` is the permutation sorting them by dst.
 - trace_counters: track_id, series, ts_ns, value sorted by (track_id, series, ts_ns).
@@ -36,6 +39,10 @@ VERSION = 1
 BASE_SHIFT = 12          # level L buckets are 2^(BASE_SHIFT + 2L) ns wide
 MAX_LEVELS = 24
 NCLS = MAX_LEVELS + 1
+# The viewport queries' parameters (analysis/trace.py, http/api_trace.py), here because the
+# index keeps only the LOD rows such queries can read (`_lod_first_levels`).
+LIVE_MAX = 20000        # a lane with at most this many slices in the window is merged live
+MAX_WIDTH_PX = 8000     # the widest viewport asked for, in pixels
 TABLES = ("trace_slices", "trace_groups", "trace_lanes", "trace_lod", "trace_edges",
           "trace_counters", "trace_names", "trace_cats")
 
@@ -116,22 +123,25 @@ def _np(col, dtype) -> np.ndarray:
 
 
 def build_index(slices: pd.DataFrame, flows: pd.DataFrame, counters: pd.DataFrame,
-                step_windows: list | None = None) -> tuple[dict[str, pd.DataFrame], dict]:
+                step_windows: list | None = None,
+                prune_lod: bool = True) -> tuple[dict[str, pd.DataFrame], dict]:
     """The index tables and meta for a profile's slices/flows/counters (see module doc)."""
     tables: dict[str, pd.DataFrame] = {}
     meta = build_columns(slices, flows, counters, step_windows,
-                         emit=lambda name, cols: tables.__setitem__(name, pd.DataFrame(cols)))
+                         emit=lambda name, cols: tables.__setitem__(name, pd.DataFrame(cols)),
+                         prune_lod=prune_lod)
     return tables, meta
 
 
 def build_columns(slices, flows, counters, step_windows=None, emit=None,
-                  release=None) -> dict:
+                  release=None, prune_lod: bool = True) -> dict:
     """`build_index` as columns: each table is handed to `emit(name, {column: array})` as
     soon as it is complete (to be written and dropped), and made lane group by lane group,
     so the temporaries stay small whatever the trace size. `slices` / `flows` may be
     functions returning the table, so that only this function holds them; `release()`
     (optional) is called once the input columns are extracted (the caller drops its copy).
-    Returns the index meta."""
+    `prune_lod=False` keeps the LOD rows of every level of every lane (for tests: the
+    viewports must not change). Returns the index meta."""
     if callable(slices):
         slices = slices()
     n = len(slices)
@@ -193,7 +203,7 @@ def build_columns(slices, flows, counters, step_windows=None, emit=None,
         _index_chunk(lane_order[a:b], a, np.repeat(np.arange(la, lb, dtype=np.int64),
                                                    np.diff(lane_bounds[la:lb + 1])),
                      track, depth, start, dur, name, cat, args_row, origin, levels,
-                     out, inv, groups, lod_parts)
+                     out, inv, groups, lod_parts, LIVE_MAX if prune_lod else 0)
         la = lb
     del lane_order, name, cat, args_row, depth
     emit("trace_slices", out)
@@ -232,10 +242,38 @@ LOD_COLUMNS = {"gkey": np.int64, "bucket": np.int64, "count": np.int64, "busy_ns
                "name": np.int32, "first_ns": np.int64, "last_ns": np.int64}
 
 
+def _lod_first_levels(lane_of, c_start, c_dur, levels: int, live_max: int) -> np.ndarray:
+    """Per lane of a chunk (rows lane by lane, by start within a lane): the first LOD level
+    a viewport can read for it (`levels`: none). A viewport reads level L of a lane only
+    when its window holds more than `live_max` of the lane's rows, and level L only for a
+    pixel width below 2^(14+2L) ns, i.e. for a window shorter than MAX_WIDTH_PX times that
+    (the top level for any window: the width is clamped there). The rows it counts all
+    start after t0 - D (D: the lane's longest slice), so a window of length W holds more
+    than `live_max` of them only if some `live_max + 1` consecutive starts lie within
+    W + D: with w_min the shortest such stretch, level L < top is read only if
+    MAX_WIDTH_PX * 2^(14+2L) + D >= w_min."""
+    g = _group_starts(lane_of)
+    m = len(lane_of)
+    count = np.diff(np.r_[g, m])
+    gap = np.full(m, np.inf)
+    if m > live_max:
+        same = lane_of[live_max:] == lane_of[:m - live_max]
+        gap[:m - live_max] = np.where(same, (c_start[live_max:] - c_start[:m - live_max])
+                                      .astype(np.float64), np.inf)
+    w_min = np.minimum.reduceat(gap, g)
+    longest = np.maximum.reduceat(c_dur, g).astype(np.float64)
+    first = np.zeros(len(g), np.int64)
+    for level in range(levels - 1):  # levels it cannot be read at: the lowest ones
+        window = float(MAX_WIDTH_PX) * float(1 << (14 + 2 * level))
+        first += (window + longest) < w_min * (1 - 1e-9) - 1
+    return np.where((first >= levels - 1) & (count <= live_max), levels, first)
+
+
 def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_row,
-                 origin, levels, out, inv, groups, lod_parts) -> None:
+                 origin, levels, out, inv, groups, lod_parts, live_max: int = 0) -> None:
     """Index one group of whole lanes: rows [base, base + len(idx)) of the main index, its
-    (track, depth, cls) groups, and its LOD rows (appended in (gkey, bucket) order)."""
+    (track, depth, cls) groups, and its LOD rows (appended in (gkey, bucket) order) of the
+    levels a viewport can read (`_lod_first_levels`; every level with live_max 0)."""
     m = len(idx)
     if m == 0:
         return
@@ -244,6 +282,8 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
     c_end = c_start + c_dur
     c_cls = duration_class(c_dur)
     c_name = name[idx]
+    lane0 = int(lane_of[0])
+    first_level = _lod_first_levels(lane_of, c_start, c_dur, levels, live_max)
 
     # LOD summaries per level, from the lane-ordered rows (buckets stay sorted per level).
     # Once a level holds every row, each further level merges the previous level's buckets
@@ -251,7 +291,7 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
     # merged buckets, the same numbers as from the rows, at the cost of the buckets.
     parts = []
     merged = None   # the previous level's buckets when that level held every row
-    for level in range(levels):
+    for level in range(int(first_level.min()), levels):
         if merged is None:
             sel = np.flatnonzero(c_cls <= level)
             if len(sel) == 0:
@@ -284,10 +324,15 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
                    "last_ns": np.maximum.reduceat(merged["last_ns"], g)}
             merged = cur
             del bucket, g, longest
-        parts.append({"gkey": cur["lane"] * 64 + level, "bucket": cur["bucket"],
-                      "count": cur["count"], "busy_ns": cur["busy_ns"], "name": cur["name"],
-                      "first_ns": cur["first_ns"], "last_ns": cur["last_ns"]})
-        del cur
+        part = {"gkey": cur["lane"] * 64 + level, "bucket": cur["bucket"],
+                "count": cur["count"], "busy_ns": cur["busy_ns"], "name": cur["name"],
+                "first_ns": cur["first_ns"], "last_ns": cur["last_ns"]}
+        kept = first_level[cur["lane"] - lane0] <= level
+        if not kept.all():  # (`cur` stays whole: the next level may merge it)
+            part = {k: v[kept] for k, v in part.items()}
+        if len(part["gkey"]):
+            parts.append(part)
+        del cur, part
     del merged
     if parts:
         # (gkey, bucket) order = by lane, then level, then bucket: each level's part is in

@@ -17,7 +17,7 @@ from . import params
 from .requests import _resolve, profile_from
 from .responses import ApiError, file_response, json_response
 
-MAX_WIDTH_PX = 8000
+MAX_WIDTH_PX = ti.MAX_WIDTH_PX  # the index keeps the LOD rows viewports this wide can read
 MAX_TRACKS_PARAM = 4096
 MAX_TRACK_ID = 1 << 31
 

@@ -49,6 +49,9 @@ def test_the_index_is_the_same_however_its_lanes_are_grouped(monkeypatch, chunk)
 
 
 def test_lod_rows_are_the_buckets_of_each_lane_and_level(monkeypatch):
+    # Every level of every lane kept (the pruning of levels no viewport reads is tested in
+    # test_trace_lod_pruning.py): these lanes are far below LIVE_MAX.
+    monkeypatch.setattr(ti, "LIVE_MAX", 0)
     slices = _slices()
     tables, meta = _index(slices, monkeypatch, 300)  # several groups
     origin = meta["origin_ns"]
