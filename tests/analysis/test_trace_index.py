@@ -94,3 +94,30 @@ def test_slices_are_ordered_by_lane_class_and_start_with_a_running_max_end(monke
     for _, grp in s.groupby(["track_id", "depth", "cls"], sort=False):
         ends = (grp["start_ns"] + grp["dur_ns"]).to_numpy()
         np.testing.assert_array_equal(grp["maxend_ns"].to_numpy(), np.maximum.accumulate(ends))
+
+
+def test_the_stored_index_of_an_entry_is_the_index_of_its_frames(tmp_path):
+    """`build` reads the slices as Arrow columns from the entry (no pandas frame); the
+    tables it stores are those `build_index` makes from the frames."""
+    import os
+
+    from tb_plugin import discovery
+    from tb_plugin.cache import ProfileCache, entry_key
+    from tb_plugin.loading import build_entry, build_trace
+    from tests.tb_server import FIXTURES
+
+    runs, _ = discovery.discover(os.path.join(FIXTURES, "advisor_planted"))
+    span = sorted((s for r in runs.values() for s in r.spans()), key=lambda s: s.root)[0]
+    key = entry_key(span.producer, span.root, span.device_id, discovery.fingerprint(span))
+    cache = ProfileCache(str(tmp_path / "cache"))
+    build_entry(span, cache.root, key)
+    build_trace(span, cache.root, key)
+    prof = cache.load(key)
+    assert prof.rows["slices"] > 1000
+    tables, meta = ti.build_index(prof.table("slices"), prof.table("flows"),
+                                  prof.table("counters"), prof.meta.trace_index["steps"])
+    assert meta == prof.meta.trace_index
+    for name, table in tables.items():
+        stored = prof.table(name)
+        pd.testing.assert_frame_equal(stored, table, check_exact=True, check_dtype=False,
+                                      obj=name)
