@@ -214,7 +214,7 @@ def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_
                  grow: bool) -> tuple[int, str | None]:
     """Decode mm[pos:end] into `b` with `workers` processes (this one and workers - 1
     helpers), and, with `grow`, one more helper whenever a core has been free during the
-    last piece (up to MAX_DECODE_WORKERS): a trace decoded beside a long views stage gets
+    last two pieces (up to MAX_DECODE_WORKERS): a trace decoded beside a long views stage gets
     the second core the moment those views are done. Returns (processes whose pieces were
     merged, the reason the decoding ended early or None).
 
@@ -250,7 +250,7 @@ def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_
         for _ in range(max(workers - 1, 0)):
             helpers += share.give_helper()
         at, err = pos, None
-        before = _busy_sample()
+        before, was_free = _busy_sample(), False
         while (i := share.take_front()) is not None:
             lo, _hi = pieces[i]
             if at != lo:  # a cut the chunks did not make (a boundary inside a string)
@@ -262,10 +262,15 @@ def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_
                 share.fail()
                 return 1, err
             if grow and helpers < max_helpers:
+                # Free during two pieces in a row, not counting the first (its window holds
+                # this process' own start): a helper never joins a views stage that only
+                # paused, where it would take the core the views are waited for on.
                 now = _busy_sample()
-                if _free_cores(before, now) >= GROW_FREE_CORES:
+                free = i > 0 and _free_cores(before, now) >= GROW_FREE_CORES
+                if free and was_free:
                     helpers += share.give_helper()
-                before = now
+                    free = False
+                was_free, before = free, now
         if share.jobs:
             cf.wait(list(share.jobs.values()))
         states = {i: f.result() for i, f in share.jobs.items()

@@ -137,7 +137,7 @@ def test_a_helper_joins_when_a_core_frees_up(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_ranges, "PARALLEL_MIN_BYTES", 1)  # "large"
     monkeypatch.setattr(trace_ranges, "busy_cores", lambda cpus, *a, **k: float(cpus))
     monkeypatch.setattr(trace_ranges, "_cpu_count", lambda: 2)
-    samples = iter([0.0, 0.0, 1.0])  # busy, busy, then a core idle: after the 2nd piece
+    samples = iter([0.0, 1.0, 1.0])  # busy, then a core idle after the 2nd and 3rd pieces
 
     def free(a, b):
         return next(samples, 1.0)
