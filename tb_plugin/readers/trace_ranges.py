@@ -1,12 +1,17 @@
-"""One large trace file decoded in parallel byte ranges (`trace_json.read_traces`).
+"""One large trace file decoded in pieces by this process and helper processes
+(`trace_json.read_traces`).
 
-Why: decoding is CPU-bound per event; a 1 GB trace is ~25 s on one core. Its event array is
-cut at event boundaries into ranges, decoded by spawned processes (each with its own
-builder, args side file and interned values) while the calling process decodes the first
-range; the parts are then merged in file order, codes remapped to the caller's builder.
-The cuts are exactly where the one-process path cuts its chunks, so the merged tables are
-the same byte for byte. Any damage in a range (a truncated or invalid file) falls back to
-the one-process path, which keeps the events before the damage and says where it is.
+Why: decoding is CPU-bound per event; a 1 GB trace is ~16 s on one core. Its event array
+is cut at event boundaries into pieces of ~PIECE_BYTES. This process decodes pieces from
+the front into its own builder, which is the one-process path itself; spawned helpers
+(each with its own builder, args side file and interned values) take pieces from the back,
+one at a time, and their parts are merged after this process' in file order, codes
+remapped to its builder. The cuts are exactly where the one-process path cuts its chunks,
+so the tables are the same byte for byte. Helpers start for the cores free at the start,
+and one more joins whenever a core was free during two pieces in a row (`read_dynamic`):
+a trace decoded beside a views stage gets the core those views leave. Any damage in a
+helper's piece (a truncated or invalid file) makes this process read the rest alone, which
+keeps the events before the damage and says where it is, as the one-process path does.
 """
 from __future__ import annotations
 

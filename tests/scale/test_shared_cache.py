@@ -246,6 +246,12 @@ def test_only_the_files_a_view_needs_are_fetched_with_read_only_access(s3, built
         opened = {k for k in after if after[k] != entries[k]}
         assert len(opened) == 1
         (key,) = opened
+        # The key figures are stored with the entry (analysis/stored.py): one small file.
+        assert {n for n in after[key] if not n.startswith(".")} == \
+            {"meta.json", "stored-overview-summary.json"}, after[key]
+        # A view not stored reads its tables: some, fewer than the entry has.
+        assert tb.status("kernels", **where, group_by="type")[0] == 200
+        after = _entries(local)
         tables = {n for n in after[key] if n.endswith(".arrow")}
         remote = {k.rsplit("/", 1)[1] for k in _objects(s3, f"{VERSIONED}{key[:2]}/{key}/")}
         assert tables and tables < remote  # some tables, fewer than the entry has
