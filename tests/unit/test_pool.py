@@ -115,3 +115,21 @@ def test_a_stage_submitted_from_the_last_ones_callback_needs_no_second_reader(tm
         assert len(set(_readers()) - before) == 2
     finally:
         pool.shutdown()
+
+
+@pytest.mark.parametrize("env, step", [(None, 5), ("0", 0), ("2", 2)])
+def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(monkeypatch, env, step):
+    """TensorBoard's answers come before the readers' parsing (pool.start_reader)."""
+    from tb_plugin.loading import pool as pool_module
+
+    if env is None:
+        monkeypatch.delenv(pool_module.READER_NICE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(pool_module.READER_NICE_ENV, env)
+    mine = os.nice(0)
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        theirs = pool.submit(os.nice, 0).result(timeout=120)
+    finally:
+        pool.shutdown()
+    assert theirs == min(mine + step, 19)
