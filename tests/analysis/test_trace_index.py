@@ -113,11 +113,37 @@ def test_the_stored_index_of_an_entry_is_the_index_of_its_frames(tmp_path):
     build_entry(span, cache.root, key)
     build_trace(span, cache.root, key)
     prof = cache.load(key)
-    assert prof.rows["slices"] > 1000
+    assert prof.rows["slices"] > 1000 and prof.rows["flows"] > 100
     tables, meta = ti.build_index(prof.table("slices"), prof.table("flows"),
                                   prof.table("counters"), prof.meta.trace_index["steps"])
     assert meta == prof.meta.trace_index
+    assert len(tables["trace_edges"]) > 100  # flows bound (the Arrow path of _flow_codes)
     for name, table in tables.items():
         stored = prof.table(name)
         pd.testing.assert_frame_equal(stored, table, check_exact=True, check_dtype=False,
                                       obj=name)
+
+
+def test_flow_codes_are_the_same_from_arrow_as_from_the_frame():
+    import pyarrow as pa
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    ids = [None if i % 97 == 0 else (str(i // 2) if i % 3 else f"id{i // 2}") for i in range(n)]
+    flows = pd.DataFrame({
+        "track_id": rng.integers(0, 5, n).astype(np.int32),
+        "ts_ns": rng.integers(0, 10**9, n).astype(np.int64),
+        "phase": pd.Categorical(rng.choice(["s", "f", "t", None], n)),
+        "flow_id": pd.array(ids, dtype="string"),
+        "cat": pd.Categorical(rng.choice(["async", "fwdbwd", None], n),
+                              categories=["fwdbwd", "async", "unused"]),
+        "name": pd.Categorical(rng.choice(["a", "b", None, "c"], n),
+                               categories=["c", "b", "a", "never"]),
+    })
+    want = ti._flow_codes(flows)
+    got = ti._flow_codes(pa.Table.from_pandas(flows, preserve_index=False))
+    for w, g in zip(want[:3], got[:3]):
+        np.testing.assert_array_equal(g, w)
+    assert got[3] == want[3]
+    np.testing.assert_array_equal(got[4], want[4])
+    assert list(got[5]) == list(want[5])
