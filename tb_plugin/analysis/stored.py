@@ -12,13 +12,15 @@ ones each view asks for when it opens (the overview's steps and key figures, ker
 operators by name, the memory curves at the UI's point budget). A request with other
 arguments (another grouping, a step filter) is computed as before.
 
-Why this is safe: the views-stage tables are all these analyses read (the same invariant
-the rank summaries rely on, `loading/build._rank_summary`; the timeline stage adds trace
-tables only), the results are written into the entry's work directory before it is moved
-into place (so they come and go with the entry, shared caches included), and whatever
-cannot be stored exactly (a document with a NaN, which JSON cannot hold) or read back is
-left out and computed on request. tests/test_stored_results.py compares every stored
-result with the same analysis computed from the finished entry, on every fixture.
+Why this is safe: each stored analysis declares the tables it reads (`reads`); the results
+are written into the entry's work directory before it is moved into place (so they come
+and go with the entry, shared caches included); the timeline stage, which may rewrite some
+of those tables (the steps' windows from the trace's ProfilerStep slices, graph-mode step
+phases, the kernels' steps), makes again the results whose tables it rewrote (`refresh`);
+and whatever cannot be stored exactly (a document with a NaN, which JSON cannot hold) or
+read back is left out and computed on request. tests/unit/test_stored_results.py compares
+every stored result with the same analysis computed from the finished entry, on every
+fixture, and a result refreshed after its table changed.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from typing import Any, Callable
 import msgspec
 import pandas as pd
 
-from ..model import Profile, read_table, write_table
+from ..model import Profile, read_table, table_path, write_table
 from . import kernel_counters, memory, operators, overview
 
 log = logging.getLogger(__name__)
@@ -47,18 +49,21 @@ class Stored:
     name: str
     compute: Callable[..., Any]
     kwargs: dict
+    reads: tuple[str, ...]  # the tables it reads (and "meta": the profile's step meta)
 
     def arguments(self) -> tuple:
         return _arguments(self.compute, self.kwargs)
 
 
 STORED: tuple[Stored, ...] = (
-    Stored("overview-steps", overview.steps, {}),
-    Stored("overview-summary", overview.summary, {}),
+    Stored("overview-steps", overview.steps, {}, ("steps", "meta")),
+    Stored("overview-summary", overview.summary, {},
+           ("steps", "step_phases", "kernels", "operators", "meta")),
     Stored("kernels-by-name", kernel_counters.table_with_counters,
-           {"group_by": "name", "step": None}),
-    Stored("operators-by-name", operators.table, {"group_by": "name"}),
-    Stored("memory", memory.summary, {"max_points": 2000}),
+           {"group_by": "name", "step": None}, ("kernels",)),
+    Stored("operators-by-name", operators.table, {"group_by": "name"}, ("operators",)),
+    Stored("memory", memory.summary, {"max_points": 2000},
+           ("memory_records", "module_memory", "memory_allocations")),
 )
 
 
@@ -93,6 +98,80 @@ def _path(directory: str, stored: Stored, suffix: str) -> str:
     return os.path.join(directory, f"{FILE_PREFIX}{stored.name}{suffix}")
 
 
+def inputs_state(profile: Profile) -> dict:
+    """What the stored analyses read, as it is now: per table its rows and file (a table
+    rewritten is a new file: write aside and rename), and the profile's step meta."""
+    state = {}
+    for name in {t for s in STORED for t in s.reads if t != "meta"}:
+        try:
+            st = os.stat(table_path(profile.directory, name)) if profile.directory else None
+            file = (st.st_ino, st.st_mtime_ns, st.st_size) if st else None
+        except OSError:
+            file = None
+        state[name] = (profile.rows.get(name), file)
+    state["meta"] = (profile.meta.step_categories, profile.meta.steps_known,
+                     profile.meta.flops)
+    return state
+
+
+def refresh(profile: Profile, directory: str, before: dict) -> None:
+    """Make again, into the entry `directory`, the stored results whose tables changed
+    since `before` (`inputs_state`), and update `meta.stored_results` (the caller stores
+    the meta). A result that comes out the same keeps its file (a shared cache then
+    uploads nothing again); one that can no longer be made is dropped (computed on
+    request)."""
+    after = inputs_state(profile)
+    stale = [s for s in STORED if any(before.get(t) != after.get(t) for t in s.reads)]
+    if not stale:
+        return
+    names = dict(profile.meta.stored_results or {})
+    for s in stale:
+        old = read(profile, s) if s.name in names else None
+        try:
+            value = s.compute(profile, **s.kwargs)
+        except Exception:
+            log.warning("stored result %s not made again for %s (made on request)", s.name,
+                        directory, exc_info=True)
+            value = None
+        if value is not None and old is not None and _same(old, value):
+            continue
+        names.pop(s.name, None)
+        for suffix in (".arrow", ".json"):
+            try:
+                os.unlink(_path(directory, s, suffix))
+            except OSError:
+                pass
+        kind = _write(s, value, directory) if value is not None else None
+        if kind:
+            names[s.name] = kind
+    profile.meta.stored_results = names or None
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and \
+            list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes) and \
+            a.equals(b)
+    return a == b
+
+
+def _write(s: Stored, value, directory: str) -> str | None:
+    """Write one result; its kind ("arrow" | "json"), or None when JSON cannot hold it
+    exactly (NaN, or a type JSON changes)."""
+    if isinstance(value, pd.DataFrame):
+        write_table(_path(directory, s, ".arrow"), value)
+        return "arrow"
+    data = msgspec.json.encode(value)
+    if msgspec.json.decode(data) != value:
+        return None
+    path = _path(directory, s, ".json")
+    aside = f"{path}.tmp-{os.getpid()}"  # (a name sweeps and syncs skip)
+    with open(aside, "wb") as fh:  # aside, then in place at once
+        fh.write(data)
+    os.replace(aside, path)
+    return "json"
+
+
 def write_all(profile: Profile, directory: str) -> dict[str, str]:
     """Compute every stored analysis of `profile` and write it into `directory` (a build's
     work directory). A failure leaves that result out (it is computed on request, where
@@ -101,20 +180,13 @@ def write_all(profile: Profile, directory: str) -> dict[str, str]:
     written = {}
     for s in STORED:
         try:
-            value = s.compute(profile, **s.kwargs)
-            if isinstance(value, pd.DataFrame):
-                write_table(_path(directory, s, ".arrow"), value)
-                written[s.name] = "arrow"
-            else:
-                data = msgspec.json.encode(value)
-                if msgspec.json.decode(data) != value:  # NaN, or a type JSON changes
-                    continue
-                with open(_path(directory, s, ".json"), "wb") as fh:
-                    fh.write(data)
-                written[s.name] = "json"
+            kind = _write(s, s.compute(profile, **s.kwargs), directory)
         except Exception:
             log.warning("stored result %s not made for %s (made on request)", s.name,
                         directory, exc_info=True)
+            continue
+        if kind:
+            written[s.name] = kind
     return written
 
 

@@ -27,7 +27,9 @@ def profile_result(prof: Profile, key: str, fn, **kwargs):
     answers, made at load time), else computed."""
     from ..analysis import stored
 
-    memo_key = (key, fn.__module__, fn.__qualname__, tuple(sorted(kwargs.items())))
+    # (trace_ready: the timeline stage may rewrite tables of the entry, e.g. the steps)
+    memo_key = (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
+                tuple(sorted(kwargs.items())))
     return _results.get_or_compute(memo_key, lambda: stored.result(prof, fn, **kwargs))
 
 

@@ -109,7 +109,7 @@ def build_trace(span: SpanSource, cache_root: str, key: str) -> dict:
 
 def _build_trace(span: SpanSource, cache: ProfileCache, key: str, profile: Profile) -> None:
     from .. import readers
-    from ..analysis import derive
+    from ..analysis import derive, stored
 
     storage.materialize(span.logdir, (span.root, *span.files))
     started = time.time()
@@ -129,7 +129,10 @@ def _build_trace(span: SpanSource, cache: ProfileCache, key: str, profile: Profi
                 if part.meta.args_file:
                     profile.meta.args_file = part.meta.args_file
             give_memory_back(collect=False)
+        before = stored.inputs_state(profile)
         _derive(derive.complete_trace, profile, span, "timeline index failed", "trace index")
+        # The steps' windows, graph-mode phases, kernels' steps it may have rewritten.
+        stored.refresh(profile, cache.entry_dir(key), before)
     profile.meta.trace_ready = True
     profile.meta.trace_seconds = round(time.time() - started, 3)
     cache.update(key, profile)

@@ -131,3 +131,34 @@ def test_a_document_json_cannot_hold_exactly_is_not_stored(tmp_path):
     assert not os.path.exists(tmp_path / "stored-overview-steps.json")
     assert written.get("operators-by-name") == "arrow"
     assert os.path.isfile(tmp_path / "stored-operators-by-name.arrow")
+
+
+def test_results_whose_tables_the_timeline_stage_rewrites_are_made_again(built, tmp_path):
+    """`refresh`: a rewritten steps table makes the steps and key-figure documents again
+    (from the new table), and leaves the kernels' stored table as it was."""
+    import shutil
+
+    cache, spans = built
+    span, key = next((s, k) for s, k in spans if s.producer == "torch_npu"
+                     and cache.load(k).rows.get("steps", 0) > 1)
+    own = ProfileCache(str(tmp_path / "own"))
+    shutil.copytree(cache.entry_dir(key), own.entry_dir(key))
+    prof = own.load(key)
+    kernels_file = os.path.join(prof.directory, "stored-kernels-by-name.arrow")
+    kernels_stat = os.stat(kernels_file)
+    before = stored.inputs_state(prof)
+    steps = prof.table("steps").copy()
+    steps = steps.iloc[: len(steps) // 2].reset_index(drop=True)  # half the steps go
+    prof.set("steps", steps, keep_extra=True)
+    stored.refresh(prof, prof.directory, before)
+    fresh = Profile(tables={}, meta=prof.meta, directory=prof.directory, rows=dict(prof.rows))
+    kept = stored.read(fresh, stored.lookup(overview.steps, {}))
+    assert [s["step"] for s in kept["steps"]] == steps["step"].tolist()
+    assert kept == overview.steps(fresh)
+    assert stored.read(fresh, stored.lookup(overview.summary, {}))["step_count"] == len(steps)
+    after = os.stat(kernels_file)
+    assert (after.st_ino, after.st_mtime_ns) == (kernels_stat.st_ino, kernels_stat.st_mtime_ns)
+    # Nothing changed: nothing is made again.
+    again = stored.inputs_state(fresh)
+    stored.refresh(fresh, fresh.directory, again)
+    assert os.stat(kernels_file).st_mtime_ns == after.st_mtime_ns
