@@ -487,16 +487,17 @@ def _step_slice_rows(slices) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    def is_step(text):
+        return pc.fill_null(pc.starts_with(text.cast(pa.large_string()), "ProfilerStep#"),
+                            False)
+
     names = slices["name"]
     if names.num_chunks and pa.types.is_dictionary(names.type):
-        keep = [pc.is_in(c.indices, value_set=pa.array(np.flatnonzero(np.asarray(
-                    pc.fill_null(pc.starts_with(c.dictionary.cast(pa.large_string()),
-                                                "ProfilerStep#"), False))), c.indices.type))
-                for c in names.chunks]
-        mask = pa.chunked_array([pc.fill_null(k, False) for k in keep], type=pa.bool_())
+        # Tested once per distinct name, then looked up per row.
+        mask = pa.chunked_array([pc.fill_null(pc.take(is_step(c.dictionary), c.indices),
+                                              False) for c in names.chunks], pa.bool_())
     else:
-        mask = pc.fill_null(pc.starts_with(pc.cast(names, pa.large_string()),
-                                           "ProfilerStep#"), False)
+        mask = is_step(names)
     rows = slices.select(["name", "start_ns", "dur_ns"]).filter(mask)
     # The names as text: a categorical would carry (and validate) every name of the trace.
     return pd.DataFrame({"name": pc.cast(rows["name"], pa.large_string()).to_pandas(),

@@ -8,6 +8,7 @@ string table, the dispatch path's prefixes) is made on their Arrow text instead:
   categories object (kept while that object lives: a table's row subsets share it);
 - `codes_text(series)`: (codes, text) of a name column, a missing name reading as "" (the
   last entry of the text);
+- `dictionary_parts(col)`: (indices, text) of an Arrow column read without pandas;
 - `regex_mask(series, pattern, flags)`: the rows whose name `re.search(pattern, name, flags)`
   finds. Arrow's RE2 tests the names on which RE2 and Python's `re` agree for the pattern
   (printable-ASCII names, a pattern RE2 accepts, without constructs the two read
@@ -143,3 +144,25 @@ def regex_mask(series: pd.Series, pattern: str, flags: int = 0) -> np.ndarray:
         return np.where(codes >= 0, hit[np.maximum(codes, 0)], False)
     codes, labels = codes_text(series)
     return text_mask(labels, None, pattern, flags)[codes]
+
+
+def dictionary_parts(col, first_seen: bool = False):
+    """(indices, nulls kept, and the dictionary as large_string) of an Arrow column: a
+    dictionary column's own (the chunks of a table written from one pandas categorical
+    share it), else — or with `first_seen`, codes in order of first appearance, as
+    pd.factorize gives them — the column's text dictionary-encoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(col) == 0:
+        return pa.chunked_array([], pa.int32()), pa.array([], pa.large_string())
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    if first_seen or not pa.types.is_dictionary(chunks[0].type) or \
+            any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+        enc = pc.dictionary_encode(pa.chunked_array(chunks).cast(pa.large_string())
+                                   .combine_chunks())
+        return pa.chunked_array([enc.indices]), enc.dictionary
+    values = chunks[0].dictionary
+    indices = pa.chunked_array([c.indices for c in chunks], type=chunks[0].indices.type)
+    return indices, values if pa.types.is_large_string(values.type) else \
+        values.cast(pa.large_string())

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import msgspec
 import pandas as pd
 
-from ..model import Profile, read_table, table_path, write_table
+from ..model import WRITE_ASIDE, Profile, read_table, table_path, write_table
 from . import kernel_counters, memory, operators, overview
 
 log = logging.getLogger(__name__)
@@ -127,12 +127,7 @@ def refresh(profile: Profile, directory: str, before: dict) -> None:
     names = dict(profile.meta.stored_results or {})
     for s in stale:
         old = read(profile, s) if s.name in names else None
-        try:
-            value = s.compute(profile, **s.kwargs)
-        except Exception:
-            log.warning("stored result %s not made again for %s (made on request)", s.name,
-                        directory, exc_info=True)
-            value = None
+        value = _compute(s, profile, directory)
         if value is not None and old is not None and _same(old, value):
             continue
         names.pop(s.name, None)
@@ -148,11 +143,20 @@ def refresh(profile: Profile, directory: str, before: dict) -> None:
 
 
 def _same(a, b) -> bool:
-    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and \
-            list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes) and \
-            a.equals(b)
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):  # (dtypes included)
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
     return a == b
+
+
+def _compute(s: Stored, profile: Profile, directory: str):
+    """`s` of the profile, or None when it fails (it is then made on request, where the
+    same error reaches the user)."""
+    try:
+        return s.compute(profile, **s.kwargs)
+    except Exception:
+        log.warning("stored result %s not made for %s (made on request)", s.name,
+                    directory, exc_info=True)
+        return None
 
 
 def _write(s: Stored, value, directory: str) -> str | None:
@@ -165,8 +169,8 @@ def _write(s: Stored, value, directory: str) -> str | None:
     if msgspec.json.decode(data) != value:
         return None
     path = _path(directory, s, ".json")
-    aside = f"{path}.tmp-{os.getpid()}"  # (a name sweeps and syncs skip)
-    with open(aside, "wb") as fh:  # aside, then in place at once
+    aside = f"{path}{WRITE_ASIDE}{os.getpid()}"  # aside, then in place at once
+    with open(aside, "wb") as fh:
         fh.write(data)
     os.replace(aside, path)
     return "json"
@@ -174,17 +178,11 @@ def _write(s: Stored, value, directory: str) -> str | None:
 
 def write_all(profile: Profile, directory: str) -> dict[str, str]:
     """Compute every stored analysis of `profile` and write it into `directory` (a build's
-    work directory). A failure leaves that result out (it is computed on request, where
-    the same error then reaches the user). Returns name -> "arrow" | "json" of those
-    written (for `meta.stored_results`)."""
+    work directory); name -> "arrow" | "json" of those written (`meta.stored_results`)."""
     written = {}
     for s in STORED:
-        try:
-            kind = _write(s, s.compute(profile, **s.kwargs), directory)
-        except Exception:
-            log.warning("stored result %s not made for %s (made on request)", s.name,
-                        directory, exc_info=True)
-            continue
+        value = _compute(s, profile, directory)
+        kind = _write(s, value, directory) if value is not None else None
         if kind:
             written[s.name] = kind
     return written

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..int_sort import lexsort
 from ..model import Profile, table_path, write_columns
-from . import name_text
+from . import name_text, trace_edges
 
 VERSION = 1
 BASE_SHIFT = 12          # level L buckets are 2^(BASE_SHIFT + 2L) ns wide
@@ -77,28 +77,15 @@ def _codes(col) -> tuple[np.ndarray, object]:
 
 
 def _arrow_codes(col) -> tuple[np.ndarray, object]:
-    """`_codes` of an Arrow column: a dictionary column's indices and dictionary as they
-    are (the chunks of a table written from one pandas categorical share it), else the
-    column dictionary-encoded."""
+    """`_codes` of an Arrow column (a missing name is "": one more name)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if not chunks or not pa.types.is_dictionary(chunks[0].type) or \
-            any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
-        enc = pc.dictionary_encode(pc.cast(col, pa.large_string()) if chunks else
-                                   pa.array([], pa.large_string()))
-        chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
-        if not chunks:
-            return np.zeros(0, np.int32), pa.array([], pa.large_string())
-    cats = chunks[0].dictionary
-    indices = pa.chunked_array([c.indices for c in chunks], type=chunks[0].indices.type)
-    if indices.null_count:  # a missing name is "" (one more name)
+    indices, cats = name_text.dictionary_parts(col)
+    if indices.null_count:
         cats = pa.concat_arrays([cats, pa.array([""], type=cats.type)])
         indices = pc.fill_null(indices, len(cats) - 1)
-    codes = indices.to_numpy().astype(np.int32, copy=False)
-    # (large_string, as `name_text.text` gives for a categorical's categories)
-    return codes, cats if pa.types.is_large_string(cats.type) else cats.cast(pa.large_string())
+    return indices.to_numpy().astype(np.int32, copy=False), cats
 
 
 def _string_column(names) -> pd.api.extensions.ExtensionArray:
@@ -253,7 +240,7 @@ def build_columns(slices, flows, counters, step_windows=None, emit=None,
 
     if callable(flows):
         flows = flows()
-    edges = _bind_flows(flows, track, start, start + dur, inv)
+    edges = trace_edges.bind_flows(flows, track, start, start + dur, inv)
     del flows, inv, track, start, dur
     if release is not None:
         release()
@@ -396,108 +383,6 @@ def _index_chunk(idx, base, lane_of, track, depth, start, dur, name, cat, args_r
     groups["cls"].extend(s_cls[gs].tolist())
     groups["lo"].extend((gs + base).tolist())
     groups["hi"].extend((ge + base).tolist())
-
-
-def _bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
-    """Flow endpoints -> slices; consecutive endpoints of one flow become edges src -> dst.
-
-    An endpoint binds to the deepest slice of its track that encloses its time (`s` prefers a
-    slice starting exactly there). Rows of `track/start/...` are the slices table's
-    (track, start, -dur) order; `inv` maps them to slice ids of the index.
-    """
-    empty = pd.DataFrame({"src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64),
-                          "name": pd.Categorical([]), "dst_order": np.zeros(0, np.int64)})
-    if len(flows) == 0 or len(track) == 0:
-        return empty
-    f_track = flows["track_id"].to_numpy().astype(np.int64)
-    f_ts = flows["ts_ns"].to_numpy().astype(np.int64)
-    t64 = track.astype(np.int64)
-    # Composite key (track, time) for a single binary search over the sorted table.
-    tmin = int(min(start.min(), f_ts.min()))
-    span = int(max(end.max(), f_ts.max())) - tmin + 1
-    bound = np.full(len(flows), -1, np.int64)
-    if span < (1 << 46) and t64.max() < (1 << 16) and f_track.max() < (1 << 16):
-        shift = np.int64(1 << 46)
-        keys = t64 * shift + (start - tmin)
-        fkeys = f_track * shift + (f_ts - tmin)
-        cand = np.searchsorted(keys, fkeys, side="right") - 1
-        # Walk back a few slices (siblings that ended before ts) looking for an encloser.
-        pending = np.arange(len(flows))
-        c = cand.copy()
-        for _ in range(48):
-            if len(pending) == 0:
-                break
-            cc = c[pending]
-            ok = cc >= 0
-            cc0 = np.clip(cc, 0, None)
-            ok &= t64[cc0] == f_track[pending]
-            hit = ok & (start[cc0] <= f_ts[pending]) & (f_ts[pending] <= end[cc0])
-            bound[pending[hit]] = cc0[hit]
-            stop = ~ok | hit
-            pending = pending[~stop]
-            c[pending] -= 1
-    bound = np.where(bound >= 0, inv[np.clip(bound, 0, None)], -1)
-    # Memory-lean pairing key (flows reach millions of rows): codes, never string arrays.
-    order_phase, fid_codes, cat_codes, n_cats, name_codes, name_cats = _flow_codes(flows)
-    key = fid_codes.astype(np.int64) * (n_cats + 1) + cat_codes.astype(np.int64)
-    del fid_codes, cat_codes
-    o = lexsort((order_phase, f_ts, key))
-    k, b = key[o], bound[o]
-    same = k[1:] == k[:-1]
-    src, dst = b[:-1][same], b[1:][same]
-    name_codes = name_codes[o][:-1][same]
-    keep = (src >= 0) & (dst >= 0) & (src != dst)
-    src, dst, name_codes = src[keep], dst[keep], name_codes[keep]
-    so = np.argsort(src, kind="stable")
-    src, dst, name_codes = src[so], dst[so], name_codes[so]
-    names = pd.Categorical.from_codes(np.maximum(name_codes, -1), categories=name_cats)
-    return pd.DataFrame({"src": src, "dst": dst, "name": names,
-                         "dst_order": np.argsort(dst, kind="stable").astype(np.int64)})
-
-
-def _flow_codes(flows):
-    """The flows' columns as codes: (phase order s < t < other, flow id codes and category
-    codes in order of first appearance (pd.factorize's, -1 for none), the number of
-    categories, name codes, name categories), from a frame or an Arrow table (`build`
-    reads the flows without a pandas frame: 2.4M flow ids as Python strings were 0.8 s of
-    a 1 GB trace's timeline stage)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not isinstance(flows, pa.Table):
-        phase = flows["phase"]
-        order_phase = np.where((phase == "s").to_numpy(), 0,
-                               np.where((phase == "t").to_numpy(), 1, 2)).astype(np.int8)
-        fid_codes, _ = pd.factorize(flows["flow_id"])
-        cat_codes, cat_uni = pd.factorize(flows["cat"])
-        fname = flows["name"]
-        if not isinstance(fname.dtype, pd.CategoricalDtype):
-            fname = fname.astype("category")
-        return (order_phase, fid_codes, cat_codes, len(cat_uni),
-                fname.cat.codes.to_numpy(), fname.cat.categories)
-
-    def first_seen(col) -> tuple[np.ndarray, int]:
-        if pa.types.is_dictionary(col.type):
-            col = pc.cast(col, col.type.value_type)
-        enc = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray)
-                                   else col)
-        return (np.asarray(pc.fill_null(enc.indices, -1).to_numpy(), np.int64),
-                len(enc.dictionary))
-
-    phase = flows["phase"]
-    text = pc.cast(phase, phase.type.value_type) if pa.types.is_dictionary(phase.type) \
-        else phase
-    order_phase = np.where(np.asarray(pc.fill_null(pc.equal(text, "s"), False)), 0,
-                           np.where(np.asarray(pc.fill_null(pc.equal(text, "t"), False)),
-                                    1, 2)).astype(np.int8)
-    fid_codes, _ = first_seen(flows["flow_id"])
-    cat_codes, n_cats = first_seen(flows["cat"])
-    name_codes, name_cats = _arrow_codes(flows["name"])
-    if pc.sum(pc.is_null(flows["name"])).as_py():  # (`_arrow_codes` made "" of a missing
-        name_codes = np.where(name_codes == len(name_cats) - 1, -1, name_codes)  # name)
-        name_cats = name_cats[:len(name_cats) - 1]
-    return (order_phase, fid_codes, cat_codes, n_cats, name_codes.astype(np.int64),
-            pd.Index(name_cats.to_pylist(), dtype=object))
 
 
 def _counters(counters: pd.DataFrame) -> pd.DataFrame:

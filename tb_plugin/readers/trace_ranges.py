@@ -63,10 +63,7 @@ def decode_workers(size: int) -> int:
         return max(1, min(int(env), 16))
     if size < PARALLEL_MIN_BYTES:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
+    cpus = _cpu_count()
     busy = busy_cores(cpus)
     return max(1, min(MAX_DECODE_WORKERS, cpus, int(cpus - busy + 1.5)))
 
@@ -81,17 +78,26 @@ def busy_cores(cpus: int, sample_s: float = 0.2, read_stat=None) -> float:
     try:
         a = read_stat()
         time.sleep(sample_s)
-        b = read_stat()
-        total = sum(b) - sum(a)
-        idle = (b[3] + b[4]) - (a[3] + a[4])  # idle + iowait
-        if total > 0:
-            return max(0.0, min(1.0, 1.0 - idle / total)) * cpus
+        share = _idle_share(a, read_stat())
+        if share is not None:
+            return (1.0 - share) * cpus
     except (OSError, ValueError, IndexError):
         pass
     try:
         return os.getloadavg()[0]
     except OSError:
         return 0.0
+
+
+def _idle_share(a: list[int] | None, b: list[int] | None) -> float | None:
+    """The machine's idle share of CPU time (idle + iowait) between two `_cpu_times`
+    samples, in [0, 1]; None when unknown."""
+    if a is None or b is None:
+        return None
+    total = sum(b) - sum(a)
+    if total <= 0:
+        return None
+    return max(0.0, min(1.0, ((b[3] + b[4]) - (a[3] + a[4])) / total))
 
 
 def _cpu_times() -> list[int]:
@@ -237,17 +243,14 @@ def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_
     if len(pieces) < 2:
         return 1, read_range(mm, pos, end, b, chunk_bytes, repairs)
     work = tempfile.mkdtemp(prefix="trace-ranges-", dir=tmp_dir)
-    executor: list[cf.ProcessPoolExecutor] = []
-    executor_lock = threading.Lock()
+    # (no process starts before the first piece is given to a helper)
+    executor = cf.ProcessPoolExecutor(max_helpers, mp_context=spawned_context(),
+                                      initializer=exit_with_parent)
 
     def submit(i: int, lo: int, hi: int) -> cf.Future:
-        with executor_lock:
-            if not executor:  # started with the first helper's piece
-                executor.append(cf.ProcessPoolExecutor(
-                    max_helpers, mp_context=spawned_context(), initializer=exit_with_parent))
-            return executor[0].submit(decode_range_job, mapped_path, lo, hi,
-                                      b.extract_args or None, b.extract_for,
-                                      os.path.join(work, f"args-{i}.arrow"), chunk_bytes)
+        return executor.submit(decode_range_job, mapped_path, lo, hi, b.extract_args or None,
+                               b.extract_for, os.path.join(work, f"args-{i}.arrow"),
+                               chunk_bytes)
 
     share = _Pieces(pieces, submit)
     helpers = 0
@@ -291,8 +294,7 @@ def read_dynamic(mm, mapped_path: str, pos: int, end: int, b: "_Builder", chunk_
             repairs.sequences += states[i]["repairs"]
         return 1 + len({st["pid"] for st in states.values()}), None
     finally:
-        for ex in executor:
-            ex.shutdown(wait=True, cancel_futures=True)
+        executor.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -312,13 +314,8 @@ def _busy_sample() -> list[int] | None:
 
 def _free_cores(a: list[int] | None, b: list[int] | None) -> float:
     """Cores idle between two /proc/stat samples (0 when unknown)."""
-    if a is None or b is None:
-        return 0.0
-    total = sum(b) - sum(a)
-    if total <= 0:
-        return 0.0
-    idle = (b[3] + b[4]) - (a[3] + a[4])
-    return max(0.0, idle / total) * _cpu_count()
+    share = _idle_share(a, b)
+    return 0.0 if share is None else share * _cpu_count()
 
 
 def merge_state(b: "_Builder", st: dict, args_file: str) -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tb_plugin.analysis import trace_edges
 from tb_plugin.analysis import trace_index as ti
 
 
@@ -114,10 +115,17 @@ def test_the_stored_index_of_an_entry_is_the_index_of_its_frames(tmp_path):
     build_trace(span, cache.root, key)
     prof = cache.load(key)
     assert prof.rows["slices"] > 1000 and prof.rows["flows"] > 100
+    # The step windows from the ProfilerStep rows of the Arrow table, as from the frame.
+    from tb_plugin.model import profiler_step_windows, step_windows
+
+    assert not prof.has("step_windows")  # (so they come from the slices)
+    windows = step_windows(prof)  # (the slices are not loaded yet: the Arrow path)
+    assert "slices" not in prof.tables and len(windows)
+    pd.testing.assert_frame_equal(windows, profiler_step_windows(prof.table("slices")))
     tables, meta = ti.build_index(prof.table("slices"), prof.table("flows"),
                                   prof.table("counters"), prof.meta.trace_index["steps"])
     assert meta == prof.meta.trace_index
-    assert len(tables["trace_edges"]) > 100  # flows bound (the Arrow path of _flow_codes)
+    assert len(tables["trace_edges"]) > 100  # flows bound (the Arrow path of flow_codes)
     for name, table in tables.items():
         stored = prof.table(name)
         pd.testing.assert_frame_equal(stored, table, check_exact=True, check_dtype=False,
@@ -140,8 +148,8 @@ def test_flow_codes_are_the_same_from_arrow_as_from_the_frame():
         "name": pd.Categorical(rng.choice(["a", "b", None, "c"], n),
                                categories=["c", "b", "a", "never"]),
     })
-    want = ti._flow_codes(flows)
-    got = ti._flow_codes(pa.Table.from_pandas(flows, preserve_index=False))
+    want = trace_edges.flow_codes(flows)
+    got = trace_edges.flow_codes(pa.Table.from_pandas(flows, preserve_index=False))
     for w, g in zip(want[:3], got[:3]):
         np.testing.assert_array_equal(g, w)
     assert got[3] == want[3]
