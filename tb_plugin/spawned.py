@@ -1,6 +1,8 @@
 """How this package starts processes (the reader pool, loading/pool.py, and the parallel
-trace ranges, readers/trace_ranges.py): the `context()` their pools are made with, and
-what each process runs first (`exit_with_parent`, their pools' `initializer=`)."""
+trace ranges, readers/trace_ranges.py): the contexts their pools are made with
+(`reader_context()`: readers forked from a fork server that has imported what they use;
+`context()`: spawned), and what each process runs first (`exit_with_parent`, their pools'
+`initializer=`)."""
 from __future__ import annotations
 
 import multiprocessing
@@ -53,6 +55,66 @@ def context() -> multiprocessing.context.BaseContext:
     """The `spawn` context of this package's process pools (never `fork`: TensorBoard's
     process is threaded), whose processes do not run the parent's main script."""
     return _CONTEXT
+
+
+# ---- readers forked from a server that has imported what they use -----------------------
+# A spawned reader imports pandas, pyarrow and the load stages before its first span: ~0.45 s
+# of CPU, paid again by each reader, on a machine whose cores are busy with TensorBoard's own
+# start and the other reader (8 ranks x 2 spans: two readers, 4.8 s of reader CPU of which
+# 0.9 s were imports). A fork server (multiprocessing's `forkserver`) is one process,
+# started like a spawned one, that imports `READER_PRELOAD` once; each reader is then forked
+# from it (not from TensorBoard's threaded process) with those imports done and shared.
+READER_PRELOAD = "tb_plugin.loading.reader_preload"
+FORKSERVER_ENV = "NPU_PROFILER_FORKSERVER"  # "0": spawn every reader
+
+
+class _ForkServerProcess(multiprocessing.context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj):
+        _launching.ours = True
+        try:
+            return multiprocessing.context.ForkServerProcess._Popen(process_obj)
+        finally:
+            _launching.ours = False
+
+
+class _ForkServerContext(multiprocessing.context.ForkServerContext):
+    Process = _ForkServerProcess
+
+
+_READER_CONTEXT: multiprocessing.context.BaseContext | None = None
+_reader_context_lock = threading.Lock()
+
+
+def reader_context() -> multiprocessing.context.BaseContext:
+    """The context of the reader pools (loading/pool.py): the fork server where this
+    platform has one and $NPU_PROFILER_FORKSERVER is not "0", else `context()`.
+
+    A forked reader has the environment of the fork server (of when it started), not of
+    the process that asks for the reader now: the pools pass theirs along
+    (`reader_environment`, applied by the reader's initializer)."""
+    global _READER_CONTEXT
+    if os.environ.get(FORKSERVER_ENV, "").strip() == "0" \
+            or "forkserver" not in multiprocessing.get_all_start_methods():
+        return _CONTEXT
+    with _reader_context_lock:
+        if _READER_CONTEXT is None:
+            ctx = _ForkServerContext()
+            ctx.set_forkserver_preload([READER_PRELOAD])  # (the interpreter's one server)
+            _READER_CONTEXT = ctx
+        return _READER_CONTEXT
+
+
+def reader_environment() -> dict[str, str]:
+    """This process' environment, for a reader to take on (`adopt_environment`)."""
+    return dict(os.environ)
+
+
+def adopt_environment(env: dict[str, str] | None) -> None:
+    """Make this (forked) reader's environment that of the process that started it."""
+    if env is not None and env != os.environ:
+        os.environ.clear()
+        os.environ.update(env)
 
 
 def exit_with_parent() -> None:

@@ -233,12 +233,18 @@ def prepare_reader_process() -> None:
     view. Without this each full collection in `give_memory_back` walks every object of
     pandas, pyarrow and our modules: ~70 ms per call, twice per span, which was the largest
     fixed cost of a small profile."""
-    global _prepared
     if _prepared:
         return
-    _prepared = True
     if multiprocessing.parent_process() is None:
         return  # in-process loading (a thread of TensorBoard): leave its collector alone
+    import_and_freeze()
+
+
+def import_and_freeze() -> None:
+    """`prepare_reader_process`'s work, in any process: also the fork server the readers
+    are forked from (loading/reader_preload.py), whose readers then start prepared."""
+    global _prepared
+    _prepared = True
     from .. import readers  # noqa: F401
     from ..advisor import runs  # noqa: F401
     from ..analysis import derive, dispatch, trace_index  # noqa: F401

@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 
-from .pool import ReaderPool, prepare_reader
+from .pool import ReaderPool
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def start_pool(max_workers: int | None = None, scheduler: str | None = None,
     pool, note = make_pool(max_workers, scheduler)
     warming = None
     if warm and getattr(pool, "inprocess", True) is False:
-        warming = pool.submit(prepare_reader)
+        warming = pool.warm()
     return pool, note, warming
 
 

@@ -28,7 +28,7 @@ from ..natural_sort import natural_key
 from ..readers import STAGED
 from .build import build_advice, build_early_trace, build_entry, build_trace
 from .dask_pool import start_pool
-from .pool import ReaderPool, prepare_reader
+from .pool import ReaderPool
 from .profiles import OpenProfiles
 from .scan import PollLoop, SpanId, span_states
 from .spans import SpanFacts, SpanState
@@ -96,7 +96,7 @@ class Loader:
                 # is still starting, instead of after the first scan found spans; the
                 # first scan hands its work over once that reader is ready (else the pool
                 # would start a second process for it: memory a one-span run never needs).
-                self._warming = self._pool.submit(prepare_reader)
+                self._warming = self._pool.warm()
             self._poll.start()
 
     def stop(self, terminate_readers: bool = False) -> None:

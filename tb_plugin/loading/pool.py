@@ -25,8 +25,7 @@ import os
 import threading
 import weakref
 
-from ..spawned import context as spawned_context
-from ..spawned import exit_with_parent
+from ..spawned import adopt_environment, exit_with_parent, reader_context, reader_environment
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +61,33 @@ READER_NICE = 5
 READER_NICE_ENV = "NPU_PROFILER_READER_NICE"
 
 
-def start_reader() -> None:
-    """What a reader process runs first: `exit_with_parent`, then a lower CPU priority.
-
-    Why the priority: TensorBoard's process answers the user (a view, a poll, a viewport)
-    in tens of milliseconds of CPU each, while readers parse for seconds. On a machine
-    with fewer free cores than readers, TensorBoard's answers queued behind their work: a
-    restart on 16 cached spans with timelines still to build answered its views in ~2.2 s
-    instead of ~1.7. At nice 5 (a third of the weight) a reader still gets every core
-    TensorBoard leaves idle, which is nearly all of them. The trace decoding helpers a
-    reader starts inherit it."""
+def start_reader(env: dict[str, str] | None = None) -> None:
+    """What a reader process runs first: `exit_with_parent`, the environment of the process
+    that made its pool (`env`: a reader forked from the fork server has the server's),
+    then `lower_priority`."""
     exit_with_parent()
+    adopt_environment(env)
+    lower_priority()
+
+
+_lowered = False  # this process' priority was lowered (a forked reader inherits it)
+
+
+def lower_priority() -> None:
+    """Lower this process' CPU priority once (nice +READER_NICE, or $NPU_PROFILER_READER_NICE).
+
+    Why: TensorBoard's process answers the user (a view, a poll, a viewport) in tens of
+    milliseconds of CPU each, while readers parse for seconds. On a machine with fewer free
+    cores than readers, TensorBoard's answers queued behind their work: a restart on 16
+    cached spans with timelines still to build answered its views in ~2.2 s instead of
+    ~1.7. At nice 5 (a third of the weight) a reader still gets every core TensorBoard
+    leaves idle, which is nearly all of them. The fork server lowers its own before it
+    imports (its imports run beside TensorBoard's start); the readers forked from it, and
+    the trace decoding helpers a reader starts, inherit it."""
+    global _lowered
+    if _lowered:
+        return
+    _lowered = True
     raw = os.environ.get(READER_NICE_ENV, "").strip()
     step = int(raw) if raw.lstrip("-").isdigit() else READER_NICE
     if step > 0:
@@ -89,6 +104,15 @@ def prepare_reader() -> None:
     from .build import prepare_reader_process
 
     prepare_reader_process()
+
+
+def _copy_outcome(done: cf.Future, into: cf.Future) -> None:
+    if done.cancelled():
+        into.cancel()
+    elif done.exception() is not None:
+        into.set_exception(done.exception())
+    else:
+        into.set_result(done.result())
 
 
 class _ReaderProcesses(cf.ProcessPoolExecutor):
@@ -134,6 +158,24 @@ class ReaderPool:
         the retry in isolation when the reader process died."""
         outcome: cf.Future = cf.Future()
         self._attempt(outcome, fn, args, 1)
+        return outcome
+
+    def warm(self) -> cf.Future:
+        """Start the first reader now (`prepare_reader`), without waiting for it: a reader
+        forked from the fork server exists only once the server has imported (~0.5 s), and
+        the process pool's submit waits for that. From a thread, so that TensorBoard's
+        start (the plugin's constructor) goes on meanwhile. The future is the warm-up's."""
+        outcome: cf.Future = cf.Future()
+
+        def start() -> None:
+            try:
+                fut = self.submit(prepare_reader)
+            except BaseException as exc:  # (submit gives failures as its future's)
+                outcome.set_exception(exc)
+                return
+            fut.add_done_callback(lambda f: _copy_outcome(f, outcome))
+
+        threading.Thread(target=start, name="npu-profiler-warm-reader", daemon=True).start()
         return outcome
 
     def shutdown(self, terminate: bool = False) -> None:
@@ -205,8 +247,9 @@ class ReaderPool:
             # Alone in a fresh process: a task that really kills its process cannot take
             # the others down with it again.
             ex = cf.ProcessPoolExecutor(max_workers=1,
-                                        mp_context=spawned_context(),
-                                        initializer=start_reader)
+                                        mp_context=reader_context(),
+                                        initializer=start_reader,
+                                        initargs=(reader_environment(),))
             with self._lock:
                 self._isolated.add(ex)
             fut = ex.submit(fn, *args)
@@ -262,8 +305,8 @@ class ReaderPool:
         with self._lock:
             if self._pool is None:
                 self._pool = _ReaderProcesses(
-                    max_workers=self.max_workers, mp_context=spawned_context(),
-                    initializer=start_reader)
+                    max_workers=self.max_workers, mp_context=reader_context(),
+                    initializer=start_reader, initargs=(reader_environment(),))
             return self._pool
 
     def _thread_pool(self) -> cf.Executor:

@@ -42,8 +42,11 @@ def _busy_tensorboard(logdir: str) -> tuple[TensorBoard, list[psutil.Process]]:
         tb.stop()
         pytest.fail(f"the timeline never started loading: {runs}")
     children = psutil.Process(tb.proc.pid).children(recursive=True)
-    assert any("spawn_main" in " ".join(c.cmdline()) for c in children), \
-        "no reader process is running"
+    # A reader: spawned, or forked from the fork server (its command line is the server's,
+    # and its parent the server, not TensorBoard).
+    assert any("spawn_main" in " ".join(c.cmdline()) or
+               ("multiprocessing.forkserver" in " ".join(c.cmdline()) and c.ppid() != tb.proc.pid)
+               for c in children), "no reader process is running"
     return tb, children
 
 

@@ -56,3 +56,14 @@ def views_fail_slowly(span, cache_root, key):
 
     time.sleep(2.0)
     raise RuntimeError("views failed on purpose")
+
+
+def reader_state(module: str, env_name: str, caller: int) -> dict:
+    """Run in a reader: whether `module` was imported before this task, the objects frozen
+    out of the collector's view, an environment variable, and whether the `caller` process
+    started this one itself."""
+    import gc
+    import sys
+
+    return {"imported": module in sys.modules, "frozen": gc.get_freeze_count(),
+            "env": os.environ.get(env_name), "parent_is_caller": os.getppid() == caller}

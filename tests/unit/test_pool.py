@@ -6,7 +6,8 @@ import time
 import pytest
 
 from tb_plugin.loading.pool import BrokenReader, ReaderPool
-from tests.unit.crashing_build import die_always, die_once, pid_of, pid_then_sleep, square
+from tests.unit.crashing_build import (die_always, die_once, pid_of, pid_then_sleep, reader_state,
+                                      square)
 
 
 def test_a_dead_reader_fails_only_the_task_that_kills_it_again(tmp_path):
@@ -78,11 +79,18 @@ def test_shutdown_with_terminate_ends_a_busy_reader_process(tmp_path):
 
 
 def _readers() -> list[int]:
-    """This process' reader processes (spawned pool workers; not the resource tracker)."""
+    """This process' reader processes: spawned pool workers, or those forked from this
+    process' fork server (not the fork server itself, nor the resource tracker)."""
     import psutil
 
-    return [c.pid for c in psutil.Process().children()
-            if "--multiprocessing-fork" in " ".join(c.cmdline())]
+    out = []
+    for c in psutil.Process().children():
+        cmd = " ".join(c.cmdline())
+        if "--multiprocessing-fork" in cmd:
+            out.append(c.pid)
+        elif "multiprocessing.forkserver" in cmd:
+            out.extend(g.pid for g in c.children())
+    return out
 
 
 def test_a_stage_submitted_from_the_last_ones_callback_needs_no_second_reader(tmp_path):
@@ -117,19 +125,67 @@ def test_a_stage_submitted_from_the_last_ones_callback_needs_no_second_reader(tm
         pool.shutdown()
 
 
-@pytest.mark.parametrize("env, step", [(None, 5), ("0", 0), ("2", 2)])
-def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(monkeypatch, env, step):
-    """TensorBoard's answers come before the readers' parsing (pool.start_reader)."""
-    from tb_plugin.loading import pool as pool_module
+_PRIORITY = """
+import json, os
+from tb_plugin.loading.pool import ReaderPool
 
-    if env is None:
-        monkeypatch.delenv(pool_module.READER_NICE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(pool_module.READER_NICE_ENV, env)
-    mine = os.nice(0)
+if __name__ == "__main__":
     pool = ReaderPool(max_workers=1, inprocess=False)
     try:
-        theirs = pool.submit(os.nice, 0).result(timeout=120)
+        print(json.dumps([os.nice(0), pool.submit(os.nice, 0).result(timeout=120)]))
+    finally:
+        pool.shutdown(terminate=True)
+"""
+
+
+@pytest.mark.parametrize("forkserver", ["", "0"])
+@pytest.mark.parametrize("env, step", [(None, 5), ("0", 0), ("2", 2)])
+def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(env, step, forkserver):
+    """TensorBoard's answers come before the readers' parsing (pool.lower_priority), for
+    readers forked from the fork server (which took the priority when TensorBoard started
+    it, with TensorBoard's environment: a new process here) and for spawned ones."""
+    import json
+    import subprocess
+    import sys
+
+    from tb_plugin import spawned
+    from tb_plugin.loading import pool as pool_module
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    environ = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    environ[spawned.FORKSERVER_ENV] = forkserver
+    environ.pop(pool_module.READER_NICE_ENV, None)
+    if env is not None:
+        environ[pool_module.READER_NICE_ENV] = env
+    out = subprocess.run([sys.executable, "-c", _PRIORITY], capture_output=True, text=True,
+                         env=environ, timeout=180, check=True).stdout
+    mine, theirs = json.loads(out.strip().splitlines()[-1])
+    assert theirs == min(mine + step, 19)
+
+
+def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_environment(
+        monkeypatch):
+    """A reader from the fork server starts with the load stages imported and frozen out
+    of the collector's view (reader_preload.py), and with the environment of the process
+    whose pool started it, even when that changed after the fork server had started."""
+    from tb_plugin import spawned
+
+    if "forkserver" not in spawned.multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    monkeypatch.delenv(spawned.FORKSERVER_ENV, raising=False)
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        assert pool.submit(square, 3).result(timeout=120) == 9  # the fork server is up
     finally:
         pool.shutdown()
-    assert theirs == min(mine + step, 19)
+    monkeypatch.setenv("NPU_PROFILER_TEST_MARK", "set after the server started")
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        state = pool.submit(reader_state, "tb_plugin.analysis.trace_index",
+                            "NPU_PROFILER_TEST_MARK", os.getpid()).result(timeout=120)
+    finally:
+        pool.shutdown()
+    assert state["imported"] is True
+    assert state["frozen"] > 1000
+    assert state["env"] == "set after the server started"
+    assert state["parent_is_caller"] is False  # forked by the server, not by this process
