@@ -197,7 +197,7 @@ def _next_chunk(mm, pos: int, end: int, target: int,
                 repairs: "_Utf8Repairs") -> tuple[list[_Event] | None, int, str | None]:
     """Decode events from `pos` (just after '[' or ',') to a boundary near pos+target."""
     search_from = pos + target
-    attempts = 0
+    rescanned = False  # the boundary was found by reading the structure
     while True:
         if search_from >= end - 1:
             # Last chunk: up to the closing bracket.
@@ -220,10 +220,67 @@ def _next_chunk(mm, pos: int, end: int, target: int,
         evs, err = _decode(data, repairs)
         if evs is not None:
             return evs, m.end() - 1, None
-        attempts += 1
-        if attempts >= 4:
+        if rescanned:  # a cut at a real event boundary that does not decode: damage
             return _salvage(mm, pos, cut, err, repairs)
-        search_from = m.end()
+        # The byte search found `}, {` inside a string or a nested array (an event's args);
+        # the event boundary is found again by reading the structure (rare: costs a scan of
+        # the chunk). None: no event ends after `search_from` but the last one.
+        rescanned = True
+        real = event_boundary(mm, pos, search_from, end)
+        if real is None:
+            search_from = end
+            continue
+        search_from = real - 1  # the search then matches exactly there
+
+
+def event_boundary(mm, pos: int, search_from: int, end: int) -> int | None:
+    """The offset just after the `}` that closes the first top-level event ending at or
+    after `search_from` and is followed by `, {` (an event boundary `_BOUNDARY` matches),
+    reading mm[pos:...] as JSON structure: strings (with their escapes) and nesting.
+    `pos` is a place between two events of the array (where chunks start). None when no
+    such event follows (the array ends, or the bytes are not JSON)."""
+    window = max(search_from - pos, 1 << 20)
+    hi = min(end, search_from + window)
+    while True:
+        arr = np.frombuffer(mm, np.uint8, count=hi - pos, offset=pos)
+        for close in _top_level_closes(arr, search_from - pos):
+            if _BOUNDARY.match(mm, pos + close):
+                return pos + close + 1
+        if hi >= end:
+            return None
+        window *= 2
+        hi = min(end, hi + window)
+
+
+def _top_level_closes(arr: np.ndarray, start: int) -> np.ndarray:
+    """Offsets (>= `start`) of the `}` bytes of `arr` that close a top-level object of an
+    array body `arr` (arr[0] is outside any string and object), up to where the array
+    closes or the structure breaks."""
+    quotes = np.flatnonzero(arr == 0x22)
+    if len(quotes):
+        escaped = quotes[(quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == 0x5C)]
+        if len(escaped):  # a quote after backslashes: escaped when there is an odd number
+            drop = [q for q in escaped.tolist() if _backslashes_before(arr, q) % 2 == 1]
+            quotes = np.setdiff1d(quotes, np.asarray(drop, dtype=quotes.dtype))
+    toggles = np.zeros(len(arr) + 1, np.int8)
+    toggles[quotes + 1] = 1  # the quote itself is outside, the bytes after it inside
+    in_string = (np.cumsum(toggles[:-1], dtype=np.int64) & 1).astype(bool)
+    step = np.zeros(len(arr), np.int8)
+    step[(arr == 0x7B) | (arr == 0x5B)] = 1  # { [
+    step[(arr == 0x7D) | (arr == 0x5D)] = -1  # } ]
+    step[in_string] = 0
+    depth = np.cumsum(step, dtype=np.int64)  # after each byte
+    below = np.flatnonzero(depth < 0)
+    limit = int(below[0]) if len(below) else len(arr)  # the array's `]`, or damage
+    closes = np.flatnonzero((arr[:limit] == 0x7D) & (depth[:limit] == 0) & ~in_string[:limit])
+    return closes[closes >= start]
+
+
+def _backslashes_before(arr: np.ndarray, at: int) -> int:
+    n = 0
+    while at - n - 1 >= 0 and arr[at - n - 1] == 0x5C:
+        n += 1
+    return n
 
 
 _REPLACEMENT = "\ufffd".encode()

@@ -186,3 +186,27 @@ def test_boundaries_inside_strings_give_the_one_process_tables(tmp_path):
     many = _read(path, 3)
     assert many.decode_ranges < 3  # a piece starts inside a name: read on in one process
     _assert_same(one, many)
+
+
+def test_many_false_boundaries_in_strings_and_args_lose_no_event(tmp_path):
+    """Where `}, {` follows a chunk's target offset many times inside names (with escaped
+    quotes and backslashes before them) and inside the args' arrays of objects, before
+    the next real event boundary, every event is still read, as json.load reads them
+    (the byte search alone gave up after four false cuts and dropped the rest)."""
+    path = str(tmp_path / "trace_view.json")
+    events = []
+    for i in range(2000):
+        name = ("x}, {" * 6) + '\\"}, {q' + "\\\\" + f'}}, {{n{i % 40}"'[:-1]
+        events.append({"ph": "X", "name": name, "cat": "cpu_op", "pid": 1, "tid": 1,
+                       "ts": 1000 + i * 10, "dur": 5,
+                       "args": {"list": [{"a": k} for k in range(8)], "s": "}, {" * 5}})
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write('{"traceEvents": [' + ", ".join(json.dumps(e) for e in events) + "]}")
+    with open(path, encoding="utf-8") as fh:
+        expected = [e["name"] for e in json.load(fh)["traceEvents"]]
+    for workers in (1, 3):
+        got = _read(path, workers)
+        assert not got.errors, got.errors
+        assert len(got.slices) == len(expected)
+        names = got.slices.sort_values("start_ns", kind="stable")["name"].astype(str)
+        assert names.tolist() == expected
