@@ -155,3 +155,28 @@ def test_flow_codes_are_the_same_from_arrow_as_from_the_frame():
     assert got[3] == want[3]
     np.testing.assert_array_equal(got[4], want[4])
     assert list(got[5]) == list(want[5])
+
+
+@pytest.mark.parametrize("ids", [
+    ["7", "3", "7", None, "12", "3", "-4", "0", "-4", None],  # integers: their values
+    ["7", "07", "7", "3", "-0", "0"],  # one value written two ways: two ids
+    ["a", "7", "a", None, "7.0", "7"],  # words and fractions: encoded as text
+    [" 7", "+7", "7"],
+])
+def test_flow_id_keys_are_equal_exactly_where_the_ids_are(ids):
+    import pyarrow as pa
+
+    keys = trace_edges.flow_id_keys(pa.array(ids, pa.large_string()))
+    assert keys.dtype == np.int64 and len(keys) == len(ids)
+    for i, a in enumerate(ids):
+        assert (keys[i] == -1) == (a is None)
+        for j, b in enumerate(ids):
+            if a is not None and b is not None:
+                assert (keys[i] == keys[j]) == (a == b), (a, b)
+    present = sorted({int(k) for k in keys if k >= 0})
+    assert present == list(range(len({a for a in ids if a is not None})))  # dense
+    # chunked and dictionary columns give the same keys
+    chunked = pa.chunked_array([pa.array(ids[:2], pa.string()), pa.array(ids[2:], pa.string())])
+    np.testing.assert_array_equal(trace_edges.flow_id_keys(chunked), keys)
+    np.testing.assert_array_equal(
+        trace_edges.flow_id_keys(pa.array(ids, pa.string()).dictionary_encode()), keys)
