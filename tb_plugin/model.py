@@ -795,6 +795,21 @@ class Profile:
             return pa.ipc.open_file(pa.memory_map(path)).read_all()
         return pa.Table.from_pandas(self.table(name), preserve_index=False)
 
+    def arrow_column(self, name: str, column: str):
+        """One column of the table as Arrow: read from its file alone when the table is on
+        disk and not loaded, else from the loaded frame (a question about one column, e.g.
+        whether any step is known, then loads no frame of millions of rows)."""
+        import pyarrow as pa
+
+        if name not in self.tables and self.directory and name in self.rows:
+            path = self.local_file(table_path(self.directory, name))
+            reader = pa.ipc.open_file(pa.memory_map(path))
+            i = reader.schema.get_field_index(column)
+            return pa.chunked_array([reader.get_batch(b).column(i)
+                                     for b in range(reader.num_record_batches)],
+                                    type=reader.schema.field(i).type)
+        return pa.chunked_array([pa.array(self.table(name)[column], from_pandas=True)])
+
     def local_file(self, path: str) -> str:
         """`path`, a file of this profile's directory, fetched first when the entry came
         from a shared cache and the file is not here yet."""

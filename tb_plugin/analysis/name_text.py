@@ -157,8 +157,22 @@ def dictionary_parts(col, first_seen: bool = False):
     if len(col) == 0:
         return pa.chunked_array([], pa.int32()), pa.array([], pa.large_string())
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if first_seen or not pa.types.is_dictionary(chunks[0].type) or \
-            any(not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+    shared = pa.types.is_dictionary(chunks[0].type) and \
+        all(c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:])
+    if shared and first_seen:
+        # The codes renumbered in order of first appearance (a hash of the small integer
+        # codes, not of the text: a flow's category over millions of flows).
+        codes = np.concatenate([np.asarray(pc.fill_null(c.indices, -1).to_numpy(), np.int64)
+                                for c in chunks])
+        seen = pd.unique(codes[codes >= 0])
+        renumber = np.full(len(chunks[0].dictionary), -1, np.int64)
+        renumber[seen] = np.arange(len(seen))
+        new = np.where(codes >= 0, renumber[np.maximum(codes, 0)], -1)
+        values = chunks[0].dictionary.take(pa.array(seen, pa.int64()))
+        return (pa.chunked_array([pa.array(new.astype(np.int32), mask=codes < 0)]),
+                values if pa.types.is_large_string(values.type) else
+                values.cast(pa.large_string()))
+    if first_seen or not shared:
         enc = pc.dictionary_encode(pa.chunked_array(chunks).cast(pa.large_string())
                                    .combine_chunks())
         return pa.chunked_array([enc.indices]), enc.dictionary

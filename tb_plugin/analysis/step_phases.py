@@ -35,6 +35,18 @@ _TRACE_NAME = re.compile(r"^(Iteration|FP_BP Time|Iteration Refresh) (\d+)$|^Red
 MAX_STEPS = 2000
 
 
+def may_be_in_trace(names) -> bool:
+    """Whether a trace's slice names (an Arrow column) include `Iteration n`, without which
+    `from_trace` finds nothing: tested on the distinct names only, before the slices are
+    loaded as a frame."""
+    _, values = name_text.dictionary_parts(names)
+    if len(values) == 0:
+        return False
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.match_substring_regex(values, r"^Iteration \d+$")).as_py())
+
+
 def from_trace(slices: pd.DataFrame) -> pd.DataFrame | None:
     """step_phases rows from Step Trace slices of a trace (msprof / CANN timelines), or
     None when it has no `Iteration n` slices with their `FP_BP Time n`."""

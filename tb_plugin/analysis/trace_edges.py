@@ -1,8 +1,10 @@
 """The timeline index's flow edges (`trace_edges`, analysis/trace_index.py): flow endpoints
 bound to the slices that enclose them, consecutive endpoints of one flow id becoming an
-edge src -> dst, from the flows as a frame or as an Arrow table.
+edge src -> dst (`pair_flows`, then `edges`), from the flows as a frame or an Arrow table.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -11,31 +13,42 @@ from ..int_sort import lexsort
 from . import name_text
 
 
-def bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
-    """Flow endpoints -> slices; consecutive endpoints of one flow become edges src -> dst.
+@dataclasses.dataclass
+class FlowPairs:
+    """Edges between rows of the slices table (`pair_flows`), before they are slice ids."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    name_codes: np.ndarray
+    name_cats: pd.Index
+
+
+def pair_flows(flows, track, start, end) -> FlowPairs:
+    """Flow endpoints -> rows of the slices table; consecutive endpoints of one flow become
+    edges src -> dst (`edges` makes them slice ids of the index).
 
     An endpoint binds to the deepest slice of its track that encloses its time (`s` prefers a
-    slice starting exactly there). Rows of `track/start/...` are the slices table's
-    (track, start, -dur) order; `inv` maps them to slice ids of the index.
-    """
-    empty = pd.DataFrame({"src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64),
-                          "name": pd.Categorical([]), "dst_order": np.zeros(0, np.int64)})
+    slice starting exactly there). Rows of `track/start/end` are the slices table's
+    (track, start, -dur) order. Needs no index: the trace index runs it in a thread beside
+    its lanes (numpy and Arrow leave the GIL for most of it)."""
+    none = FlowPairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                     pd.Index([], dtype=object))
     if len(flows) == 0 or len(track) == 0:
-        return empty
+        return none
     f_track = flows["track_id"].to_numpy().astype(np.int64)
     f_ts = flows["ts_ns"].to_numpy().astype(np.int64)
     t64 = track.astype(np.int64)
     # Composite key (track, time) for a single binary search over the sorted table.
     tmin = int(min(start.min(), f_ts.min()))
     span = int(max(end.max(), f_ts.max())) - tmin + 1
-    bound = np.full(len(flows), -1, np.int64)
+    bound = np.full(len(f_ts), -1, np.int64)
     if span < (1 << 46) and t64.max() < (1 << 16) and f_track.max() < (1 << 16):
         shift = np.int64(1 << 46)
         keys = t64 * shift + (start - tmin)
         fkeys = f_track * shift + (f_ts - tmin)
         cand = np.searchsorted(keys, fkeys, side="right") - 1
         # Walk back a few slices (siblings that ended before ts) looking for an encloser.
-        pending = np.arange(len(flows))
+        pending = np.arange(len(f_ts))
         c = cand.copy()
         for _ in range(48):
             if len(pending) == 0:
@@ -49,7 +62,6 @@ def bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
             stop = ~ok | hit
             pending = pending[~stop]
             c[pending] -= 1
-    bound = np.where(bound >= 0, inv[np.clip(bound, 0, None)], -1)
     # Memory-lean pairing key (flows reach millions of rows): codes, never string arrays.
     order_phase, fid_codes, cat_codes, n_cats, name_codes, name_cats = flow_codes(flows)
     key = fid_codes.astype(np.int64) * (n_cats + 1) + cat_codes.astype(np.int64)
@@ -59,12 +71,19 @@ def bind_flows(flows: pd.DataFrame, track, start, end, inv) -> pd.DataFrame:
     same = k[1:] == k[:-1]
     src, dst = b[:-1][same], b[1:][same]
     name_codes = name_codes[o][:-1][same]
-    keep = (src >= 0) & (dst >= 0) & (src != dst)
-    src, dst, name_codes = src[keep], dst[keep], name_codes[keep]
+    keep = (src >= 0) & (dst >= 0) & (src != dst)  # (rows differ exactly where ids do)
+    return FlowPairs(src[keep], dst[keep], name_codes[keep], name_cats)
+
+
+def edges(pairs: FlowPairs, inv) -> pd.DataFrame:
+    """The edges of `pair_flows` between slice ids of the index (`inv`: row -> slice id),
+    by source (stable), with each edge's rank by destination (`dst_order`)."""
+    src, dst = inv[pairs.src], inv[pairs.dst]
     so = np.argsort(src, kind="stable")
-    src, dst, name_codes = src[so], dst[so], name_codes[so]
-    names = pd.Categorical.from_codes(np.maximum(name_codes, -1), categories=name_cats)
-    return pd.DataFrame({"src": src, "dst": dst, "name": names,
+    src, dst, name_codes = src[so], dst[so], pairs.name_codes[so]
+    names = pd.Categorical.from_codes(np.maximum(name_codes, -1), categories=pairs.name_cats)
+    return pd.DataFrame({"src": src.astype(np.int64), "dst": dst.astype(np.int64),
+                         "name": names,
                          "dst_order": np.argsort(dst, kind="stable").astype(np.int64)})
 
 
