@@ -65,8 +65,13 @@ class _Interner:
                 codes[i] = c
         return codes
 
-    def finalize(self, normalize) -> tuple[list, np.ndarray]:
-        """(unique normalized values, remap from code to index in them)."""
+    def finalize(self, normalize, text_is_itself: bool = False) -> tuple[list, np.ndarray]:
+        """(unique normalized values, remap from code to index in them). `text_is_itself`:
+        `normalize` leaves a str as it is, so values that are all str (distinct, as
+        interned) are already the answer: no call per value (a 1 GB trace's 408K names:
+        ~0.5 s)."""
+        if text_is_itself and all(type(v) is str for v in self.values):
+            return list(self.values), np.arange(len(self.values), dtype=np.int32)
         uniq: dict = {}
         remap = np.empty(len(self.values), dtype=np.int32)
         for i, v in enumerate(self.values):

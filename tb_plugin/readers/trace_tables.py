@@ -60,8 +60,9 @@ class TraceTables:
 
 def _build_tables(b: "_Builder", metadata, args_path, args_table, errors) -> TraceTables:
     track_keys, track_remap = b.tracks.finalize(lambda k: (_key(k[0]), _key(k[1])))
-    names, name_remap = b.names.finalize(_text)
-    cats, cat_remap = b.cats.finalize(lambda v: "" if v is None else _text(v))
+    names, name_remap = b.names.finalize(_text, text_is_itself=True)
+    cats, cat_remap = b.cats.finalize(lambda v: "" if v is None else _text(v),
+                                      text_is_itself=True)
 
     # One dtype per column for the three tables: pandas checks that the categories are
     # distinct when a dtype is made (a hash of every name: 0.3 s on a 1 GB trace), once.

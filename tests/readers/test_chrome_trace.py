@@ -5,6 +5,8 @@ import json
 import os
 from decimal import Decimal
 
+import pytest
+
 from tb_plugin.readers import SpanSource, read
 from tests.tb_server import FIXTURES
 
@@ -73,3 +75,24 @@ def test_cut_off_trace_keeps_what_precedes(tmp_path):
     prof = read(span)
     assert [e.path for e in prof.errors] == ["t.json"]
     assert prof.table("slices")["name"].astype(str).tolist() == ["a"]
+
+
+@pytest.mark.parametrize("values, want", [
+    (["b", "a", "c"], ["b", "a", "c"]),  # all text: as interned
+    (["b", 1, "1", None, 2.0, "2"], ["b", "1", "", "2"]),  # 1 and "1" are one name
+])
+def test_interned_names_finalize_to_distinct_texts(values, want):
+    import numpy as np
+
+    from tb_plugin.readers.trace_builder import _Interner
+    from tb_plugin.readers.trace_values import _text
+
+    interner = _Interner()
+    codes = interner.codes(values)
+    names, remap = interner.finalize(_text, text_is_itself=True)
+    assert names == want
+    assert [names[remap[c]] for c in codes] == [_text(v) for v in values]
+    slow = _Interner()
+    slow.codes(values)
+    slow_names, slow_remap = slow.finalize(_text)
+    assert slow_names == names and np.array_equal(slow_remap, remap)
