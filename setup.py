@@ -43,6 +43,7 @@ setup(
         "dask": ["distributed>=2023.1"],
         "test": ["pytest>=7", "requests>=2.28", "playwright>=1.40", "psutil>=5.9",
                  "distributed>=2023.1",
+                 "wheel>=0.38",  # tests/unit/test_wheel.py builds this package's wheel
                  # remote logdirs against a real S3-compatible server on loopback
                  "moto[server]>=5.0", "s3fs>=2023.6"],
         "s3": ["s3fs>=2023.6"],
