@@ -34,14 +34,23 @@ def _preparation_data_for(name: str) -> dict:
 multiprocessing.spawn.get_preparation_data = _preparation_data_for
 
 
-class _Process(multiprocessing.context.SpawnProcess):
-    @staticmethod
+def _without_main_script(base: type, name: str) -> type:
+    """A subclass of the process class `base` whose processes skip the parent's main
+    script; `name` is the module attribute it is assigned to (a spawned child unpickles
+    its process object by that name)."""
     def _Popen(process_obj):
         _launching.ours = True
         try:
-            return multiprocessing.context.SpawnProcess._Popen(process_obj)
+            return base._Popen(process_obj)
         finally:
             _launching.ours = False
+
+    cls = type(name, (base,), {"_Popen": staticmethod(_Popen), "__module__": __name__})
+    cls.__qualname__ = name
+    return cls
+
+
+_Process = _without_main_script(multiprocessing.context.SpawnProcess, "_Process")
 
 
 class _Context(multiprocessing.context.SpawnContext):
@@ -68,14 +77,8 @@ READER_PRELOAD = "tb_plugin.loading.reader_preload"
 FORKSERVER_ENV = "NPU_PROFILER_FORKSERVER"  # "0": spawn every reader
 
 
-class _ForkServerProcess(multiprocessing.context.ForkServerProcess):
-    @staticmethod
-    def _Popen(process_obj):
-        _launching.ours = True
-        try:
-            return multiprocessing.context.ForkServerProcess._Popen(process_obj)
-        finally:
-            _launching.ours = False
+_ForkServerProcess = _without_main_script(multiprocessing.context.ForkServerProcess,
+                                          "_ForkServerProcess")
 
 
 class _ForkServerContext(multiprocessing.context.ForkServerContext):
