@@ -71,6 +71,46 @@ def test_timeline_paints_zooms_pans_and_selects(page, server):
     screenshot(page, "trace-level1")
 
 
+def test_a_slow_answer_for_an_earlier_selection_does_not_replace_the_details(page, server):
+    """The latest selection wins: the details of the first search hit are held back by the
+    network until the second hit is shown; when they arrive they must not replace it."""
+    held = []
+
+    def hold_first_slice(route):
+        if not held:
+            held.append(route)  # answered later (or never, once aborted)
+        else:
+            route.continue_()
+
+    page.route(lambda url: "/trace/slice?" in url, hold_first_slice)
+    _open(page, server, "torch_npu_level1")
+    page.get_by_test_id("trace-search").fill("aclnnRmsNorm")
+    page.get_by_test_id("trace-search").press("Enter")
+    count = page.get_by_test_id("trace-search-count")
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=trace-search-count]') || {}).innerText"
+        "?.startsWith('1 / ')")
+    for _ in range(200):  # (the route handler runs when the request is sent)
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the first hit's details were not requested"
+    page.get_by_test_id("trace-next").click()
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=trace-search-count]').innerText.startsWith('2 / ')")
+    name = page.get_by_test_id("trace-details-name")
+    name.wait_for()
+    second = name.inner_text()
+    try:
+        held[0].continue_()  # the first hit's answer arrives now, late
+    except Exception:  # (its request was aborted: nothing to answer)
+        pass
+    page.wait_for_timeout(1500)
+    assert count.inner_text().startswith("2 / ")
+    assert name.inner_text() == second
+    page.unroute_all()
+
+
 def test_search_next_previous_and_flow_links(page, server):
     canvas = _open(page, server, "torch_npu_level1")
     page.get_by_test_id("trace-search").fill("aclnnRmsNorm")
@@ -86,6 +126,10 @@ def test_search_next_previous_and_flow_links(page, server):
     page.get_by_test_id("trace-prev").click()
     page.wait_for_function(
         "() => document.querySelector('[data-testid=trace-search-count]').innerText.startsWith('1 / ')")
+    # (the details of the first hit again, not those of the second still on screen)
+    page.wait_for_function(
+        "(n) => document.querySelector('[data-testid=trace-details-name]').innerText === n",
+        arg=first)
     # The selected host op links to its device kernel; following the link selects it.
     flows = page.get_by_test_id("trace-flows")
     flows.wait_for()

@@ -127,16 +127,31 @@ export function TraceView({ profile, filters, setFilters }: ViewProps) {
   useEffect(() => paint(), [paint, painted]);
 
   // ---- selection, zoom -------------------------------------------------------------------
+  // The latest selection wins: its request aborts the one before, so a slow answer for a
+  // slice selected earlier never replaces the details of the one selected now.
+  const selecting = useRef<AbortController | null>(null);
   const select = useCallback(
     (id: number | null) => {
+      selecting.current?.abort();
+      selecting.current = null;
       if (id === null) {
         setDetails(null);
         return;
       }
-      traceApi.slice(profile, id).then(setDetails, (e: Error) => setError(e.message));
+      const ctrl = new AbortController();
+      selecting.current = ctrl;
+      traceApi.slice(profile, id, ctrl.signal).then(
+        (d) => {
+          if (!ctrl.signal.aborted) setDetails(d);
+        },
+        (e: Error) => {
+          if (!ctrl.signal.aborted) setError(e.message);
+        },
+      );
     },
     [profile],
   );
+  useEffect(() => () => selecting.current?.abort(), []);
   const zoomTo = useCallback((startRel: number, dur: number) => setWin(around(startRel, startRel + Math.max(dur, 0.01), 0.3)), [setWin]);
   const hasRange = !!measure && measure.a !== measure.b;
   const fit = () => {
