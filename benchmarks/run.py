@@ -393,12 +393,32 @@ def measure_n(tool_factory, logdir: str, timeout: float, label: str, n: int) -> 
     ok.sort(key=lambda r: r["seconds"])
     best = dict(ok[len(ok) // 2])
     best["runs"] = [{"seconds": r["seconds"], "peak_rss_mb": r["peak_rss_mb"], "ok": r["ok"],
-                     "loadavg_before": r["loadavg_before"]} for r in runs]
+                     "loadavg_before": r["loadavg_before"],
+                     "busy_cores_before": r.get("busy_cores_before")} for r in runs]
     best["peak_rss_mb_max"] = max(r["peak_rss_mb"] for r in runs)
     return best
 
 
+SETTLE_BUSY_CORES = 0.3  # a run starts once the machine is this idle (or after SETTLE_MAX_S)
+SETTLE_MAX_S = 30.0
+
+
+def settle() -> float:
+    """Wait until the cores are idle (less than SETTLE_BUSY_CORES busy over 1 s, from
+    /proc/stat), at most SETTLE_MAX_S: the previous run's processes (the peer's up to 20)
+    can still be ending when the next run starts. The busy cores seen last."""
+    from tb_plugin.readers.trace_ranges import busy_cores
+
+    cpus = os.cpu_count() or 1
+    deadline = time.time() + SETTLE_MAX_S
+    busy = busy_cores(cpus, sample_s=1.0)
+    while busy > SETTLE_BUSY_CORES and time.time() < deadline:
+        busy = busy_cores(cpus, sample_s=1.0)
+    return round(busy, 2)
+
+
 def measure(tool: Tool, logdir: str, timeout: float, label: str) -> dict:
+    busy_before = settle()
     port = free_port()
     cmd, cwd, env = tool.command(os.path.abspath(logdir), port)
     log_path = os.path.join(RESULTS, f"tb-{label}.log")
@@ -406,7 +426,7 @@ def measure(tool: Tool, logdir: str, timeout: float, label: str) -> dict:
     api = f"http://127.0.0.1:{port}/data/plugin/{tool.plugin}"
     st: dict = {}
     result = {"tool": tool.name, "label": label, "ok": False,
-              "loadavg_before": round(os.getloadavg()[0], 2)}
+              "loadavg_before": round(os.getloadavg()[0], 2), "busy_cores_before": busy_before}
     with open(log_path, "wb") as logf:
         t0 = time.time()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=logf, stderr=subprocess.STDOUT,
@@ -518,7 +538,10 @@ Each run of the harness appends a section below (newest last).
              f" (own venv, tensorboard {report.get('peer_tb', '?')}).\n",
              f"Load average (1 min) before the runs: "
              f"{min(report.get('loadavgs') or [0]):.1f}-{max(report.get('loadavgs') or [0]):.1f}"
-             " (other work on the machine makes the numbers noisier).\n",
+             " (other work on the machine makes the numbers noisier); each run started once"
+             f" the cores were idle (busy cores over the last second: "
+             f"{min(report.get('busy') or [0]):.2f}-{max(report.get('busy') or [0]):.2f},"
+             f" waited for at most {SETTLE_MAX_S:.0f} s).\n",
              "| scenario | data | ours: time | ours: peak RSS | peer: time | peer: peak RSS |"
              " speed-up | memory ours/peer | targets |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -663,6 +686,9 @@ def main(argv=None) -> int:
 
     report["loadavgs"] = [x["loadavg_before"] for sc in report["scenarios"]
                           for w in ("ours", "peer") if sc.get(w) for x in sc[w].get("runs", [])]
+    report["busy"] = [x["busy_cores_before"] for sc in report["scenarios"]
+                      for w in ("ours", "peer") if sc.get(w) for x in sc[w].get("runs", [])
+                      if x.get("busy_cores_before") is not None]
     os.makedirs(RESULTS, exist_ok=True)
     out = os.path.join(RESULTS, time.strftime("%Y%m%d-%H%M%S") + ".json")
     with open(out, "w") as fh:
