@@ -802,12 +802,7 @@ class Profile:
         import pyarrow as pa
 
         if name not in self.tables and self.directory and name in self.rows:
-            path = self.local_file(table_path(self.directory, name))
-            reader = pa.ipc.open_file(pa.memory_map(path))
-            i = reader.schema.get_field_index(column)
-            return pa.chunked_array([reader.get_batch(b).column(i)
-                                     for b in range(reader.num_record_batches)],
-                                    type=reader.schema.field(i).type)
+            return self.arrow_table(name).column(column)  # (mapped: no column is copied)
         return pa.chunked_array([pa.array(self.table(name)[column], from_pandas=True)])
 
     def local_file(self, path: str) -> str:

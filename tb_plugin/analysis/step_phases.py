@@ -31,6 +31,8 @@ MAIN_PHASES = ("iteration_interval", "fp_and_bp", "tail")
 PHASE_LABELS = {"iteration_interval": "Iteration interval (data wait)",
                 "fp_and_bp": "Forward + backward", "tail": "Tail", "reduce": "Reduce"}
 _TRACE_NAME = re.compile(r"^(Iteration|FP_BP Time|Iteration Refresh) (\d+)$|^Reduce_(\d+)_(\d+)$")
+# An iteration's own slice: without one a trace has no step phases (`from_trace`).
+_ITERATION_NAME = re.compile(r"^Iteration \d+$")
 # Steps beyond this are not listed one by one (the averages still cover all of them).
 MAX_STEPS = 2000
 
@@ -44,7 +46,7 @@ def may_be_in_trace(names) -> bool:
         return False
     import pyarrow.compute as pc
 
-    return bool(pc.any(pc.match_substring_regex(values, r"^Iteration \d+$")).as_py())
+    return bool(pc.any(pc.match_substring_regex(values, _ITERATION_NAME.pattern)).as_py())
 
 
 def from_trace(slices: pd.DataFrame) -> pd.DataFrame | None:
@@ -66,8 +68,7 @@ def from_trace(slices: pd.DataFrame) -> pd.DataFrame | None:
         cats = names.cat.categories if hasattr(names, "cat") else pd.Index(names.unique())
         wanted = [c for c in cats if isinstance(c, str) and _TRACE_NAME.match(c)]
         rows = None
-    if not any(c.startswith("Iteration ") and not c.startswith("Iteration Refresh")
-               for c in wanted):
+    if not any(_ITERATION_NAME.match(c) for c in wanted):
         return None
     sub = slices[names.isin(wanted).to_numpy() if rows is None else rows]
     by: dict[int, dict] = {}

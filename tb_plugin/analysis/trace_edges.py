@@ -149,16 +149,15 @@ def flow_id_keys(ids) -> np.ndarray:
         codes, _ = name_text.dictionary_parts(ids, first_seen=True)
         return np.asarray(pc.fill_null(codes, -1).to_numpy(), np.int64)
     valid = np.asarray(ids.is_valid())
-    v = np.asarray(pc.fill_null(values, 0).to_numpy(), np.int64)
-    order = np.argsort(v, kind="stable")
-    ranked = v[order]
-    dense = np.empty(len(v), np.int64)
-    dense[order] = np.r_[0, np.cumsum(ranked[1:] != ranked[:-1])]
-    if not valid.all():  # none: -1, and the ranks of the others made dense again
-        dense = np.where(valid, dense, -1)
-        present = np.unique(dense[valid])
-        dense = np.where(valid, np.searchsorted(present, dense), -1)
-    return dense
+    v = np.asarray(values.drop_null().to_numpy(), np.int64)  # the ids there are
+    keys = np.full(len(ids), -1, np.int64)
+    if len(v):
+        order = np.argsort(v, kind="stable")
+        ranked = v[order]
+        rank = np.empty(len(v), np.int64)
+        rank[order] = np.r_[0, np.cumsum(ranked[1:] != ranked[:-1])]
+        keys[valid] = rank
+    return keys
 
 
 def _integer_ids(ids):
