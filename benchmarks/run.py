@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import datetime as dt
 import glob
 import json
@@ -46,8 +47,11 @@ GENERATOR = os.path.join(ROOT, "fixtures", "generate.py")
 SPEED_TARGETS = {"A": 20, "B": 10}  # speed-up over the peer each scenario must reach
 PEER_VENV = os.path.join(HERE, ".peer-venv")
 PEER_REQ = ["torch-tb-profiler-ascend==0.4.0.11", "tensorboard", "psutil"]
-OUR_TB = os.environ.get("NPU_BENCH_OUR_TB") or os.path.join(os.path.dirname(sys.executable),
-                                                              "tensorboard")
+# Ours runs from a virtualenv holding only what `pip install` of this checkout brings (as
+# the peer's holds only the peer): the test environment's extras (moto -> boto3, which
+# TensorBoard's own start imports when it is there; playwright; distributed) are not what a
+# user's TensorBoard starts with. NPU_BENCH_OUR_TB overrides it (a tensorboard executable).
+OURS_VENV = os.path.join(HERE, ".ours-venv")
 
 POLL_S = 0.2
 SAMPLE_S = 0.1
@@ -135,6 +139,34 @@ def ensure_peer() -> str:
                                 "torch_tb_profiler.__file__)))"],
                                capture_output=True, text=True, check=True)
     return probe.stdout.strip()
+
+
+@functools.cache
+def ours_tensorboard() -> str:
+    """The tensorboard executable our runs use: $NPU_BENCH_OUR_TB, else that of
+    benchmarks/.ours-venv (made once: `pip install -e` of this checkout, nothing else); if
+    that venv cannot be made, this interpreter's (said in the log)."""
+    override = os.environ.get("NPU_BENCH_OUR_TB")
+    if override:
+        return override
+    tb = os.path.join(OURS_VENV, "bin", "tensorboard")
+    py = os.path.join(OURS_VENV, "bin", "python")
+    probe = [py, "-c", "import os, tb_plugin; print(os.path.dirname(os.path.dirname("
+                       "os.path.abspath(tb_plugin.__file__))))"]
+    ok = os.path.exists(tb) and subprocess.run(probe, capture_output=True, text=True) \
+        .stdout.strip() == ROOT
+    if not ok:
+        try:
+            log("creating our virtualenv (benchmarks/.ours-venv: pip install -e . alone)")
+            subprocess.run([sys.executable, "-m", "venv", "--clear", OURS_VENV], check=True)
+            subprocess.run([py, "-m", "pip", "install", "-q", "-e", ROOT], check=True)
+            ok = subprocess.run(probe, capture_output=True, text=True).stdout.strip() == ROOT
+        except (OSError, subprocess.CalledProcessError) as exc:
+            log(f"could not make benchmarks/.ours-venv ({exc})")
+    if not ok:
+        tb = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+        log(f"our runs use {tb} (with the test environment's packages)")
+    return tb
 
 
 def peer_version() -> str:
@@ -255,7 +287,7 @@ class Ours(Tool):
 
     def command(self, logdir, port):
         env = dict(os.environ, NPU_PROFILER_CACHE_DIR=self.cache_dir)
-        return ([OUR_TB, "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
+        return ([ours_tensorboard(), "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
                 None, env)
 
     ROUTES = {"steps": "steps", "kernels": "kernels?limit=50",

@@ -30,7 +30,6 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import run as R  # noqa: E402  (the harness: peer install, RSS sampler, helpers)
 
-OUR_TB = os.path.join(os.path.dirname(sys.executable), "tensorboard")
 
 
 def q(**kw) -> str:
@@ -41,7 +40,7 @@ def start_ours(logdir: str, cache: str):
     port = R.free_port()
     env = dict(os.environ, NPU_PROFILER_CACHE_DIR=cache)
     log = open(os.path.join(R.RESULTS, f"tb-trace-{port}.log"), "wb")
-    proc = subprocess.Popen([OUR_TB, "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
+    proc = subprocess.Popen([R.ours_tensorboard(), "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, f"http://127.0.0.1:{port}", log
 

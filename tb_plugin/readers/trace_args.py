@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from .. import file_writes
 from .trace_values import _ANY, _raw_array
 
 
@@ -60,17 +61,21 @@ class _ArgsSink:
 
     def _write(self, batch: pa.RecordBatch) -> None:
         if self.path:
-            if self._writer is None:
-                self._writer = pa.ipc.new_file(self.path, self._schema)
-            self._writer.write_batch(batch)
+            # On the stage's writer thread (file_writes), in order: the batch's buffers are
+            # its own (joined from the chunk's texts, or mapped from another sink's file).
+            file_writes.submit(self.path, lambda: self._file_writer().write_batch(batch))
         else:
             self._batches.append(batch)
 
+    def _file_writer(self):
+        if self._writer is None:
+            self._writer = pa.ipc.new_file(self.path, self._schema)
+        return self._writer
+
     def close(self) -> pa.Table | None:
         if self.path:
-            if self._writer is None:
-                self._writer = pa.ipc.new_file(self.path, self._schema)
-            self._writer.close()
+            file_writes.submit(self.path, lambda: self._file_writer().close())
+            file_writes.wait_for(self.path)  # the file is complete when this returns
             return None
         return pa.Table.from_batches(self._batches, schema=self._schema)
 
