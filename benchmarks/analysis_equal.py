@@ -79,7 +79,7 @@ def _analyze(entry: str, out_dir: str) -> None:
     for t in INDEX_TABLES:
         prof.rows.pop(t, None)
     times = {}
-    slices = prof.table("slices")  # loaded outside the timings (model.read_table)
+    slices = prof.table("slices")  # loaded outside the timings (table_files.read_table)
     t0 = time.perf_counter()
     phases = step_phases.from_trace(slices) if prof.has("slices") else None
     times["step_phases"] = time.perf_counter() - t0

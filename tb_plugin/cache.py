@@ -43,7 +43,8 @@ import msgspec
 from . import build_locks, cache_store, storage
 from .cache_store import CacheRoot, SharedCache, SharedCacheError
 from .lru import LRU
-from .model import WRITE_ASIDE, FileError, Profile, ProfileMeta, table_path, write_table
+from .table_files import WRITE_ASIDE, table_path, write_table
+from .model import FileError, Profile, ProfileMeta
 
 # Bump when readers or the model change what they store.
 # 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.
@@ -245,7 +246,7 @@ class ProfileCache:
         it (a second builder of the same entry waits, then finds the stage done). What an
         interrupted build left in it is removed first: an entry holds only files, so a
         directory in it is a reader's scratch (the parallel trace ranges), and a file
-        written aside (`model.WRITE_ASIDE`) a table that was being written."""
+        written aside (`table_files.WRITE_ASIDE`) a table that was being written."""
         directory = self.entry_dir(key)
         with build_locks.locked(directory, wait=True):
             for name in listdir_or_empty(directory):

@@ -15,17 +15,16 @@ The HTTP API converts to microseconds.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import re
 import threading
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from . import file_writes
+from . import table_files
+from .table_files import _copy_on_write, read_table, spill_directory, table_path, write_table
 
 # Column name -> dtype. "string" columns are stored as pandas "string" (pyarrow backed when
 # available) or categorical for highly repeated names; "Int64" is nullable integer.
@@ -289,17 +288,6 @@ def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
     return pd.array([""] * n, dtype="string")
 
 
-def _copy_on_write() -> bool:
-    """Whether pandas copies a shared column before it is written to (pandas 3, or 2.x
-    with the option on): then a conformed frame may share the input's columns."""
-    if int(pd.__version__.split(".")[0]) >= 3:
-        return True
-    try:
-        return pd.options.mode.copy_on_write is True
-    except AttributeError:
-        return False
-
-
 def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFrame:
     """Return `df` with exactly the schema's columns (in order) and dtypes.
 
@@ -348,248 +336,6 @@ class FileError:
 
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "message": self.message}
-
-
-# Reader processes set this (see `spilling`): tables a reader sets are written to disk at
-# once and dropped from memory, so a reader's peak memory is that of its largest step, not
-# the sum of every table it produced.
-_SPILL_DIR: str | None = None
-
-
-@contextlib.contextmanager
-def spilling(directory: str):
-    """Profiles created inside this block write their tables to `directory` as they are set;
-    the files are written by a thread while the block goes on (`file_writes`), and are all
-    there when it ends."""
-    global _SPILL_DIR
-    previous, _SPILL_DIR = _SPILL_DIR, directory
-    try:
-        with file_writes.queued_writes():
-            yield
-    finally:
-        _SPILL_DIR = previous
-
-
-def table_path(directory: str, name: str) -> str:
-    return os.path.join(directory, f"{name}.arrow")
-
-
-WRITE_ASIDE = ".tmp-"  # <table>.arrow.tmp-<pid>: a table being written (renamed when done)
-
-
-def _aside(path: str) -> str:
-    return f"{path}{WRITE_ASIDE}{os.getpid()}"
-
-
-def write_table(path: str, df: pd.DataFrame) -> None:
-    import pyarrow as pa
-
-    # One thread: for a frame of more than 100 rows per column pyarrow starts a thread pool
-    # per call (and joins it), ~0.6 ms a table; the columns convert in microseconds each.
-    # 194-233 -> 185-220 ms of CPU per 3.7 MB profile (views stage, three alternated runs),
-    # the same on a 1 GB profile's 400 MB of CSVs.
-    table = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)
-
-    def write():
-        # Write aside and rename: `df` may itself be memory-mapped from `path` (a table read
-        # back and replaced); truncating that file in place would pull the pages from under
-        # it.
-        tmp = _aside(path)
-        with pa.OSFile(tmp, "wb") as sink:
-            with pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1 << 20)
-        os.replace(tmp, path)
-
-    # The Arrow table may share the frame's numeric buffers: written later only where
-    # pandas copies a column before anyone writes to it.
-    if _copy_on_write():
-        file_writes.submit(path, write)
-    else:
-        write()
-
-
-def write_columns(path: str, columns: dict) -> None:
-    """Write numpy / pyarrow columns as one record batch, without a pandas copy. A table
-    written this way is read back without a copy too (`read_table`: its numeric columns
-    stay views of the memory map), which is how the trace index keeps TensorBoard small."""
-    import pyarrow as pa
-
-    arrays = [c if isinstance(c, (pa.Array, pa.ChunkedArray)) else pa.array(c)
-              for c in columns.values()]
-    arrays = [pa.concat_arrays(a.chunks) if isinstance(a, pa.ChunkedArray) else a
-              for a in arrays]
-    batch = pa.record_batch(arrays, names=list(columns))
-
-    def write():
-        tmp = _aside(path)
-        with pa.OSFile(tmp, "wb") as sink:
-            with pa.ipc.new_file(sink, batch.schema) as writer:
-                writer.write_batch(batch)
-        os.replace(tmp, path)
-
-    # (the callers' arrays are theirs, made for this table: never written to afterwards)
-    file_writes.submit(path, write)
-
-
-def read_table(path: str) -> pd.DataFrame:
-    import pyarrow as pa
-
-    file_writes.wait_for(path)
-    # The map must stay open: columns converted without a copy still point into it (it is
-    # unmapped when the last buffer using it is freed).
-    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
-    # Tables were conformed when written and Arrow's pandas metadata restores their dtypes,
-    # so no conform here. One block per column: single-chunk numeric columns stay views of
-    # the map (no copy).
-    return table.to_pandas(split_blocks=True)
-
-
-# --------------------------------------------------------------------------- step windows
-
-PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_INT64_MAX = int(np.iinfo(np.int64).max)
-
-
-def _no_windows() -> pd.DataFrame:
-    return pd.DataFrame({"step": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
-                         "end_ns": np.zeros(0, np.int64)})
-
-
-def profiler_step_windows(slices: pd.DataFrame) -> pd.DataFrame:
-    """(step, start_ns, end_ns) of the host `ProfilerStep#N` slices, sorted by step. The
-    same step may appear on several threads: its window is the widest (min start, max end)."""
-    if len(slices) == 0:
-        return _no_windows()
-    names = slices["name"]
-    cats = names.cat.categories if hasattr(names, "cat") else pd.Index(names.unique())
-    try:  # on the distinct names: a big trace has hundreds of thousands of them
-        is_step = cats.astype("string").str.startswith("ProfilerStep#").fillna(False)
-        step_names = cats[np.asarray(is_step, dtype=bool)].tolist()
-    except (TypeError, ValueError, AttributeError):
-        step_names = [c for c in cats if isinstance(c, str) and c.startswith("ProfilerStep#")]
-    if not step_names:
-        return _no_windows()
-    is_row = np.asarray(names.isin(step_names), dtype=bool)
-    # The step number of each distinct step name, then per row (numpy from here on: this
-    # runs several times per profile, and pandas' groupby costs ~10 ms on any input).
-    number = {n: int(m.group(1)) for n in step_names
-              if isinstance(n, str) and (m := PROFILER_STEP.match(n))}
-    number = {n: v for n, v in number.items() if v <= _INT64_MAX}
-    row_steps = [number.get(n) for n in names[is_row].astype(str)]
-    ok = np.array([v is not None for v in row_steps], dtype=bool)
-    if not ok.any():
-        return _no_windows()
-    start = slices["start_ns"].to_numpy()[is_row][ok]
-    end = start + slices["dur_ns"].to_numpy()[is_row][ok]
-    steps = np.array([v for v in row_steps if v is not None], dtype=np.int64)
-    order = np.argsort(steps, kind="stable")
-    steps = steps[order]
-    first = np.flatnonzero(np.concatenate([[True], steps[1:] != steps[:-1]]))
-    return pd.DataFrame({"step": steps[first],
-                         "start_ns": np.minimum.reduceat(start[order], first),
-                         "end_ns": np.maximum.reduceat(end[order], first)})
-
-
-def step_windows(profile: "Profile") -> pd.DataFrame:
-    """The profile's step windows: those its producer stated (`step_windows` table), else
-    the `ProfilerStep#N` slices of its trace; (step, start_ns, end_ns) sorted by step."""
-    if profile.has("step_windows"):
-        df = profile.table("step_windows")[["step", "start_ns", "end_ns"]]
-        return df.sort_values("step").reset_index(drop=True)
-    if "slices" in profile.tables or not profile.directory:
-        return profiler_step_windows(profile.table("slices"))
-    return profiler_step_windows(_step_slice_rows(profile.arrow_table("slices")))
-
-
-def _step_slice_rows(slices) -> pd.DataFrame:
-    """The rows of an Arrow slices table whose name starts with "ProfilerStep#", as a frame:
-    what `profiler_step_windows` reads, without the frame of every slice (1 s of pandas
-    conversion for a 1 GB trace, in the timeline stage that needs only its columns)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def is_step(text):
-        return pc.fill_null(pc.starts_with(text.cast(pa.large_string()), "ProfilerStep#"),
-                            False)
-
-    names = slices["name"]
-    if names.num_chunks and pa.types.is_dictionary(names.type):
-        # Tested once per distinct name, then looked up per row.
-        mask = pa.chunked_array([pc.fill_null(pc.take(is_step(c.dictionary), c.indices),
-                                              False) for c in names.chunks], pa.bool_())
-    else:
-        mask = is_step(names)
-    rows = slices.select(["name", "start_ns", "dur_ns"]).filter(mask)
-    # The names as text: a categorical would carry (and validate) every name of the trace.
-    return pd.DataFrame({"name": pc.cast(rows["name"], pa.large_string()).to_pandas(),
-                         "start_ns": rows["start_ns"].to_numpy(),
-                         "dur_ns": rows["dur_ns"].to_numpy()})
-
-
-# --------------------------------------------------------------------------- step categories
-
-@dataclasses.dataclass(frozen=True)
-class StepCategory:
-    """One part of a step's time: the `steps` table holds it as `bd_<name>` (ns)."""
-
-    name: str
-    label: str
-
-    @property
-    def column(self) -> str:
-        return f"bd_{self.name}"
-
-
-def _categories(*pairs: tuple[str, str]) -> tuple[StepCategory, ...]:
-    return tuple(StepCategory(name, label) for name, label in pairs)
-
-
-# Each breakdown a producer (or an analysis) defines, in display order. A profile's
-# `meta.step_categories` names the categories of one of these, by name.
-# NPU: step_trace_time.csv, or the same numbers from Overlap Analysis events (docs/formats.md §2.8).
-NPU_STEP_CATEGORIES = _categories(
-    ("computing", "Computing"),
-    ("communication_not_overlapped", "Communication (not overlapped)"),
-    ("overlapped", "Overlapped"),
-    ("free", "Free"),
-)
-# msprof graph-mode step_trace: FP to BP time, Iteration Refresh, and the rest of the iteration.
-MSPROF_STEP_CATEGORIES = _categories(
-    ("computing", "Computing"),
-    ("iteration_refresh", "Iteration refresh"),
-    ("other", "Other"),
-)
-# MindSpore <= 2.3 step_trace_raw: the gap before FP, forward + backward, what follows BP.
-MINDSPORE_LEGACY_STEP_CATEGORIES = _categories(
-    ("iteration_interval", "Iteration interval"),
-    ("fp_and_bp", "FP and BP"),
-    ("tail", "Tail"),
-)
-# GPU (kineto): torch-tb-profiler's activities in their priority order (highest first).
-GPU_STEP_CATEGORIES = _categories(
-    ("kernel", "Kernel"),
-    ("memcpy", "Memcpy"),
-    ("memset", "Memset"),
-    ("communication", "Communication"),
-    ("runtime", "Runtime"),
-    ("dataloader", "DataLoader"),
-    ("cpu_exec", "CPU Exec"),
-    ("other", "Other"),
-)
-
-_STEP_CATEGORY_LABELS = {c.name: c.label for group in (
-    NPU_STEP_CATEGORIES, MSPROF_STEP_CATEGORIES, MINDSPORE_LEGACY_STEP_CATEGORIES,
-    GPU_STEP_CATEGORIES) for c in group}
-
-
-def category_names(categories: tuple[StepCategory, ...]) -> list[str]:
-    return [c.name for c in categories]
-
-
-def step_category_label(name: str) -> str:
-    """Display label of a breakdown category; one no breakdown declares is shown by name."""
-    label = _STEP_CATEGORY_LABELS.get(name)
-    return label if label is not None else name.replace("_", " ").capitalize()
 
 
 # --------------------------------------------------------------------------- profile meta
@@ -772,7 +518,7 @@ class Profile:
     tables: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
     meta: ProfileMeta = dataclasses.field(default_factory=ProfileMeta)
     errors: list[FileError] = dataclasses.field(default_factory=list)
-    directory: str | None = dataclasses.field(default_factory=lambda: _SPILL_DIR)
+    directory: str | None = dataclasses.field(default_factory=spill_directory)
     rows: dict[str, int] = dataclasses.field(default_factory=dict)
     # Set by the cache for an entry of a shared cache location (cache_store.py): fetches one
     # of the entry's files (by name) into `directory` before it is first read.
@@ -829,7 +575,7 @@ class Profile:
     def local_file(self, path: str) -> str:
         """`path`, a file of this profile's directory, fetched first when the entry came
         from a shared cache and the file is not here yet."""
-        file_writes.wait_for(path)  # (a table this process is still writing is not missing)
+        table_files.wait_for(path)  # (a table this process is still writing is not missing)
         if self.fetch is not None and not os.path.exists(path):
             self.fetch(os.path.basename(path))
         return path

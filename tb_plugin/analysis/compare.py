@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Profile, step_category_label
+from ..model import Profile
+from ..step_categories import step_category_label
 from . import kernels, operators, overview, rank_summary
 
 

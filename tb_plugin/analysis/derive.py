@@ -2,7 +2,7 @@
 
 Runs once per profile right after its reader (in the reader process), so the results are
 cached with the tables and requests never recompute them:
-- step windows (`model.step_windows`: the producer's, else `ProfilerStep#N` slices);
+- step windows (`step_windows.step_windows`: the producer's, else `ProfilerStep#N` slices);
 - the step breakdown when the reader had none: NPU overlap analysis
   (`npu_overlap.steps_from_overlap`) or torch-tb-profiler's GPU priority rule
   (`gpu_breakdown.step_breakdown`);
@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import NPU_STEP_CATEGORIES, Profile, category_names, step_windows
+from ..step_categories import NPU_STEP_CATEGORIES, category_names
+from ..model import Profile
+from ..step_windows import step_windows
 from . import step_phases
 
 def assign_steps(starts: np.ndarray, windows: pd.DataFrame) -> pd.array:

@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from ..cache import DerivedStore
-from ..model import Profile, step_windows
+from ..model import Profile
+from ..step_windows import step_windows
 from . import name_text
 from .derive import assign_steps
 from .tables import key_codes

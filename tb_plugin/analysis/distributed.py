@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..model import step_category_label
+from ..step_categories import step_category_label
 from .distributed_findings import findings
 from .rank_summary import CATEGORIES, Steps
 

@@ -33,7 +33,8 @@ from typing import Any, Callable
 import msgspec
 import pandas as pd
 
-from ..model import WRITE_ASIDE, Profile, read_table, table_path, write_table
+from ..table_files import WRITE_ASIDE, read_table, table_path, write_table
+from ..model import Profile
 from . import kernel_counters, memory, operators, overview
 
 log = logging.getLogger(__name__)

@@ -104,7 +104,7 @@ class TraceIndex:
             tables = {t: profile.table(t) for t in ti.TABLES}
             meta = profile.meta.trace_index
         else:  # a cache entry from before the index existed: build it here, in memory
-            from ..model import step_windows
+            from ..step_windows import step_windows
             w = step_windows(profile)
             steps = list(zip(w["step"].tolist(), w["start_ns"].tolist(), w["end_ns"].tolist()))
             tables, meta = ti.build_index(profile.table("slices"), profile.table("flows"),

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from ..int_sort import lexsort
-from ..model import Profile, table_path, write_columns
+from ..model import Profile
+from ..table_files import table_path, write_columns
 from . import name_text, trace_edges
 
 VERSION = 1

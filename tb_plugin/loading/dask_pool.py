@@ -14,7 +14,7 @@ for that span alone. A scheduler that cannot be reached within `CONNECT_TIMEOUT_
 `make_pool` fall back to the local pool, with a note that says why.
 
 One build at a time per worker process: a build's table spilling is process-wide state
-(`model.spilling`), so tasks that land on a multi-threaded worker take turns.
+(`table_files.spilling`), so tasks that land on a multi-threaded worker take turns.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ operators `cpu_op` / `operator` slices (not `ProfilerStep#*`), host self / total
           the op tree on each thread, exactly as the kineto reader computes them (the same
           function); device times 0 (no correlation ids). input_shapes / call_stack from
           `Input Dims` / `Call stack` args (`;\\r\\n` separators as in torch_npu).
-steps     from the host `ProfilerStep#N` slices (`model.profiler_step_windows`): window
+steps     from the host `ProfilerStep#N` slices (`step_windows.profiler_step_windows`): window
           and total_ns = end - start; no breakdown (the trace states none).
 meta      producer "chrome_trace"; device "npu" / "gpu" when a device track names one,
           else "cpu".
@@ -30,7 +30,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import Profile, ProfileMeta, profiler_step_windows
+from ..model import Profile, ProfileMeta
+from ..step_windows import profiler_step_windows
 from . import SpanSource
 from .context import ReadContext, read_trace, run_steps
 from .kineto import _operators

@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from ..lru import LRU
-from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta
+from ..step_categories import NPU_STEP_CATEGORIES
+from ..model import Profile, ProfileMeta
 from . import SpanSource
 from . import columns as C
 from .context import ReadContext, run_steps

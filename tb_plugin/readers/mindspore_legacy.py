@@ -35,8 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import (AVERAGE_STEP, MINDSPORE_LEGACY_STEP_CATEGORIES, Profile, ProfileMeta,
-                     category_names)
+from ..model import AVERAGE_STEP, Profile, ProfileMeta
+from ..step_categories import MINDSPORE_LEGACY_STEP_CATEGORIES, category_names
 from . import SpanSource
 from . import columns as C
 from . import minddata

@@ -71,7 +71,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import MSPROF_STEP_CATEGORIES, Profile, ProfileMeta, category_names
+from ..step_categories import MSPROF_STEP_CATEGORIES, category_names
+from ..model import Profile, ProfileMeta
 from ..natural_sort import natural_key
 from . import SpanSource
 from . import columns as C

@@ -52,8 +52,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import NPU_STEP_CATEGORIES, Profile, ProfileMeta, category_names, \
-    profiler_step_windows
+from ..step_categories import NPU_STEP_CATEGORIES, category_names
+from ..model import Profile, ProfileMeta
+from ..step_windows import profiler_step_windows
 from . import SpanSource
 from . import columns as C
 from . import minddata

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .. import file_writes
+from .. import table_files
 from .trace_values import _ANY, _raw_array
 
 
@@ -61,9 +61,9 @@ class _ArgsSink:
 
     def _write(self, batch: pa.RecordBatch) -> None:
         if self.path:
-            # On the stage's writer thread (file_writes), in order: the batch's buffers are
+            # On the stage's writer thread (table_files), in order: the batch's buffers are
             # its own (joined from the chunk's texts, or mapped from another sink's file).
-            file_writes.submit(self.path, lambda: self._file_writer().write_batch(batch))
+            table_files.submit(self.path, lambda: self._file_writer().write_batch(batch))
         else:
             self._batches.append(batch)
 
@@ -74,8 +74,8 @@ class _ArgsSink:
 
     def close(self) -> pa.Table | None:
         if self.path:
-            file_writes.submit(self.path, lambda: self._file_writer().close())
-            file_writes.wait_for(self.path)  # the file is complete when this returns
+            table_files.submit(self.path, lambda: self._file_writer().close())
+            table_files.wait_for(self.path)  # the file is complete when this returns
             return None
         return pa.Table.from_batches(self._batches, schema=self._schema)
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tb_plugin.analysis import derive, step_phases
-from tb_plugin.model import KEEP_ROWS, Profile, ProfileMeta, spilling
+from tb_plugin.model import KEEP_ROWS, Profile, ProfileMeta
+from tb_plugin.table_files import spilling
 
 
 def _kernels(n: int, steps) -> pd.DataFrame:

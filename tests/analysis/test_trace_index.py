@@ -116,7 +116,7 @@ def test_the_stored_index_of_an_entry_is_the_index_of_its_frames(tmp_path):
     prof = cache.load(key)
     assert prof.rows["slices"] > 1000 and prof.rows["flows"] > 100
     # The step windows from the ProfilerStep rows of the Arrow table, as from the frame.
-    from tb_plugin.model import profiler_step_windows, step_windows
+    from tb_plugin.step_windows import profiler_step_windows, step_windows
 
     assert not prof.has("step_windows")  # (so they come from the slices)
     windows = step_windows(prof)  # (the slices are not loaded yet: the Arrow path)

@@ -7,7 +7,7 @@ gz of garbage, ...), so any case can be replayed by its two numbers.
 
 Each case runs in a worker process on that worker's private copy of the fixtures, through
 the loader's own path (`tb_plugin.loading`'s stage 1 and 2: `readers.read` under
-`model.spilling`, `derive.complete`, the cache write and reopen), then the views a profile
+`table_files.spilling`, `derive.complete`, the cache write and reopen), then the views a profile
 of that kind serves. The parent gives every case a time limit and replaces a worker that
 overruns it, so a hang is a finding, not a stuck run. A finding is:
 - an exception that escapes the reader, derive, the cache or a view;
@@ -380,7 +380,8 @@ def check_span(logdir: str, span_root: str, work: str, index_trace: bool = True)
     from tb_plugin import discovery, readers
     from tb_plugin.analysis import derive
     from tb_plugin.cache import open_profile, write_profile
-    from tb_plugin.model import SCHEMAS, FileError, spilling
+    from tb_plugin.model import FileError, SCHEMAS
+    from tb_plugin.table_files import spilling
 
     problems: list[str] = []
     runs, _ = discovery.discover(logdir)

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tb_plugin import model
+from tb_plugin import step_categories, step_windows
 from tb_plugin.cache import open_profile, write_profile
 from tb_plugin.model import Profile, ProfileMeta
 
@@ -73,7 +73,7 @@ def test_profiler_step_windows_take_the_widest_window_per_step():
     s = _slices([(1, 100, 50, "ProfilerStep#2"), (2, 90, 20, "ProfilerStep#2"),
                  (1, 10, 30, "ProfilerStep#1"), (1, 12, 3, "aten::mm"),
                  (1, 5, 1, "ProfilerStep#x"), (1, 7, 1, "MyProfilerStep#9")])
-    w = model.profiler_step_windows(s)
+    w = step_windows.profiler_step_windows(s)
     assert w.to_dict("list") == {"step": [1, 2], "start_ns": [10, 90], "end_ns": [40, 150]}
     assert w.dtypes.tolist() == [np.int64] * 3
 
@@ -81,19 +81,19 @@ def test_profiler_step_windows_take_the_widest_window_per_step():
 def test_step_windows_prefer_the_producers_own():
     p = Profile()
     p.set("slices", _slices([(1, 0, 10, "ProfilerStep#1")]))
-    assert model.step_windows(p).to_dict("list") == {"step": [1], "start_ns": [0],
+    assert step_windows.step_windows(p).to_dict("list") == {"step": [1], "start_ns": [0],
                                                      "end_ns": [10]}
     p.set("step_windows", pd.DataFrame({"step": [5, 4], "start_ns": [20, 0],
                                         "end_ns": [30, 20]}))
-    assert model.step_windows(p).to_dict("list") == {"step": [4, 5], "start_ns": [0, 20],
+    assert step_windows.step_windows(p).to_dict("list") == {"step": [4, 5], "start_ns": [0, 20],
                                                      "end_ns": [20, 30]}
-    assert len(model.step_windows(Profile())) == 0
+    assert len(step_windows.step_windows(Profile())) == 0
 
 
 # ----------------------------------------------------------------------------- categories
 
-GROUPS = [model.NPU_STEP_CATEGORIES, model.MSPROF_STEP_CATEGORIES,
-          model.MINDSPORE_LEGACY_STEP_CATEGORIES, model.GPU_STEP_CATEGORIES]
+GROUPS = [step_categories.NPU_STEP_CATEGORIES, step_categories.MSPROF_STEP_CATEGORIES,
+          step_categories.MINDSPORE_LEGACY_STEP_CATEGORIES, step_categories.GPU_STEP_CATEGORIES]
 
 
 def test_step_categories_have_one_label_per_name():
@@ -104,7 +104,7 @@ def test_step_categories_have_one_label_per_name():
         for c in group:
             assert c.column == "bd_" + c.name and c.label
             assert labels.setdefault(c.name, c.label) == c.label
-    assert model.step_category_label("communication_not_overlapped") == \
+    assert step_categories.step_category_label("communication_not_overlapped") == \
         "Communication (not overlapped)"
-    assert model.step_category_label("cpu_exec") == "CPU Exec"
-    assert model.step_category_label("made_up_part") == "Made up part"
+    assert step_categories.step_category_label("cpu_exec") == "CPU Exec"
+    assert step_categories.step_category_label("made_up_part") == "Made up part"

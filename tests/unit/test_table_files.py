@@ -1,4 +1,4 @@
-"""Table files written by a writer thread inside a load stage (tb_plugin/file_writes.py):
+"""Table files written by a writer thread inside a load stage (tb_plugin/table_files.py):
 written by another thread only inside a `spilling` block, complete when the block ends, read
 back only after their writes, in order per path, and a failed write fails the block."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tb_plugin import file_writes, model
+from tb_plugin import model, table_files
+from tb_plugin.table_files import read_table, spilling, write_columns, write_table
 from tb_plugin.readers.trace_args import _ArgsSink
 
 
@@ -40,40 +41,40 @@ def _writer_threads(monkeypatch) -> list[int]:
 def test_outside_a_stage_the_caller_writes(tmp_path, monkeypatch):
     seen = _writer_threads(monkeypatch)
     path = str(tmp_path / "t.arrow")
-    model.write_table(path, _frame(10, 1))
+    write_table(path, _frame(10, 1))
     assert seen == [threading.get_ident()]
     assert os.path.exists(path)  # at once, no block to wait for
     pd.testing.assert_frame_equal(_read(path), _frame(10, 1))
 
 
 def test_inside_a_stage_a_thread_writes_and_the_end_waits(tmp_path, monkeypatch):
-    if not model._copy_on_write():
+    if not table_files._copy_on_write():
         pytest.skip("pandas without copy-on-write: frames are written by the caller")
     seen = _writer_threads(monkeypatch)
     paths = [str(tmp_path / f"t{i}.arrow") for i in range(6)]
-    with model.spilling(str(tmp_path)):
+    with spilling(str(tmp_path)):
         for i, path in enumerate(paths):
-            model.write_table(path, _frame(50_000, i))
-        model.write_columns(str(tmp_path / "c.arrow"), {"x": np.arange(7, dtype=np.int64)})
+            write_table(path, _frame(50_000, i))
+        write_columns(str(tmp_path / "c.arrow"), {"x": np.arange(7, dtype=np.int64)})
     assert len(seen) == 7 and threading.get_ident() not in seen
     for i, path in enumerate(paths):  # every file complete once the block has ended
         pd.testing.assert_frame_equal(_read(path), _frame(50_000, i))
     assert _read(str(tmp_path / "c.arrow"))["x"].tolist() == list(range(7))
-    assert not [n for n in os.listdir(tmp_path) if model.WRITE_ASIDE in n]
+    assert not [n for n in os.listdir(tmp_path) if table_files.WRITE_ASIDE in n]
 
 
 def test_a_table_read_back_in_the_stage_is_the_one_written_last(tmp_path):
     path = str(tmp_path / "t.arrow")
-    with model.spilling(str(tmp_path)):
+    with spilling(str(tmp_path)):
         for value in range(5):  # the same table rewritten: its writes land in order
-            model.write_table(path, _frame(200_000, value))
-            back = model.read_table(path)  # waits for the write of this path
+            write_table(path, _frame(200_000, value))
+            back = read_table(path)  # waits for the write of this path
             assert (back["a"] == value).all() and len(back) == 200_000
     assert (_read(path)["a"] == 4).all()
 
 
 def test_a_profile_reads_its_spilled_table_while_it_is_written(tmp_path):
-    with model.spilling(str(tmp_path)):
+    with spilling(str(tmp_path)):
         profile = model.Profile()
         profile.set("counters", pd.DataFrame({
             "track_id": np.zeros(300_000, np.int32), "ts_ns": np.arange(300_000, dtype=np.int64),
@@ -86,29 +87,29 @@ def test_a_profile_reads_its_spilled_table_while_it_is_written(tmp_path):
 def test_a_failed_write_fails_the_stage_when_it_ends(tmp_path):
     missing = str(tmp_path / "no-such-dir" / "t.arrow")
     with pytest.raises(OSError):
-        with model.spilling(str(tmp_path)):
-            model.write_table(missing, _frame(10, 1))
-            model.write_table(str(tmp_path / "ok.arrow"), _frame(10, 2))
+        with spilling(str(tmp_path)):
+            write_table(missing, _frame(10, 1))
+            write_table(str(tmp_path / "ok.arrow"), _frame(10, 2))
     # the writes after the failed one still happened; the next stage starts clean
     pd.testing.assert_frame_equal(_read(str(tmp_path / "ok.arrow")), _frame(10, 2))
-    with model.spilling(str(tmp_path)):
-        model.write_table(str(tmp_path / "next.arrow"), _frame(3, 3))
+    with spilling(str(tmp_path)):
+        write_table(str(tmp_path / "next.arrow"), _frame(3, 3))
     assert len(_read(str(tmp_path / "next.arrow"))) == 3
 
 
 def test_an_error_inside_the_stage_is_not_hidden_by_a_failed_write(tmp_path):
     missing = str(tmp_path / "no-such-dir" / "t.arrow")
     with pytest.raises(KeyError):
-        with model.spilling(str(tmp_path)):
-            model.write_table(missing, _frame(10, 1))
+        with spilling(str(tmp_path)):
+            write_table(missing, _frame(10, 1))
             raise KeyError("the stage's own error")
-    file_writes.drain()  # nothing left over for this thread
+    table_files.drain()  # nothing left over for this thread
 
 
 def test_the_args_file_is_complete_when_its_sink_closes(tmp_path):
     path = str(tmp_path / "args.arrow")
     texts = [f'{{"i": {i}}}' for i in range(1000)]
-    with model.spilling(str(tmp_path)):
+    with spilling(str(tmp_path)):
         sink = _ArgsSink(path)
         for k in range(0, 1000, 100):
             sink.add_array(pa.array(texts[k:k + 100], pa.string()))
