@@ -256,17 +256,22 @@ def main() -> int:
             subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "generate.py"), "--out", logdir,
                             "--large", "--trace-mb", str(a.trace_mb)], check=True)
     sizes = R._trace_sizes(logdir)
-    cache = tempfile.mkdtemp(prefix="npu-trace-bench-")
     report = {"logdir": os.path.relpath(logdir, ROOT), "trace_mb": [round(s) for s in sizes],
               "machine": R.machine(), "rev": R.our_git_rev()}
+    # Each run's cache is removed when it is done: a 1 GB trace's entry is 1.1 GB, and a
+    # session of alternated runs once filled the disk with them.
     if a.only_user:
         a.no_doc = True
     else:
-        report["cold"] = run_ours(logdir, cache, "cold", a.timeout, not a.no_browser, a.viewports)
-        report["warm"] = run_ours(logdir, cache, "warm", a.timeout, not a.no_browser, 0)
+        with tempfile.TemporaryDirectory(prefix="npu-trace-bench-") as cache:
+            report["cold"] = run_ours(logdir, cache, "cold", a.timeout, not a.no_browser,
+                                      a.viewports)
+            report["warm"] = run_ours(logdir, cache, "warm", a.timeout, not a.no_browser, 0)
     if a.user:
-        report["user"] = [user_paint(logdir, tempfile.mkdtemp(prefix="npu-trace-user-"), a.timeout)
-                          for _ in range(a.user)]
+        report["user"] = []
+        for _ in range(a.user):
+            with tempfile.TemporaryDirectory(prefix="npu-trace-user-") as cache:
+                report["user"].append(user_paint(logdir, cache, a.timeout))
     if a.peer:
         site = R.ensure_peer()
         report["peer"] = R.measure(R.Peer(site), logdir, a.timeout, f"trace-peer-{a.trace_mb}")

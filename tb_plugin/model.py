@@ -23,8 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import table_files
-from .table_files import _copy_on_write, read_table, spill_directory, table_path, write_table
+from .table_files import read_table, spill_directory, table_path, write_table
 
 # Column name -> dtype. "string" columns are stored as pandas "string" (pyarrow backed when
 # available) or categorical for highly repeated names; "Int64" is nullable integer.
@@ -286,6 +285,17 @@ def _empty_column(dtype: str, n: int) -> pd.Series | np.ndarray:
     if dtype == "category":
         return pd.Categorical([""] * n)
     return pd.array([""] * n, dtype="string")
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies a shared column before it is written to (pandas 3, or 2.x
+    with the option on): then a conformed frame may share the input's columns."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    try:
+        return pd.options.mode.copy_on_write is True
+    except AttributeError:
+        return False
 
 
 def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFrame:
@@ -575,7 +585,6 @@ class Profile:
     def local_file(self, path: str) -> str:
         """`path`, a file of this profile's directory, fetched first when the entry came
         from a shared cache and the file is not here yet."""
-        table_files.wait_for(path)  # (a table this process is still writing is not missing)
         if self.fetch is not None and not os.path.exists(path):
             self.fetch(os.path.basename(path))
         return path

@@ -15,7 +15,6 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from .. import table_files
 from .trace_values import _ANY, _raw_array
 
 
@@ -61,21 +60,17 @@ class _ArgsSink:
 
     def _write(self, batch: pa.RecordBatch) -> None:
         if self.path:
-            # On the stage's writer thread (table_files), in order: the batch's buffers are
-            # its own (joined from the chunk's texts, or mapped from another sink's file).
-            table_files.submit(self.path, lambda: self._file_writer().write_batch(batch))
+            if self._writer is None:
+                self._writer = pa.ipc.new_file(self.path, self._schema)
+            self._writer.write_batch(batch)
         else:
             self._batches.append(batch)
 
-    def _file_writer(self):
-        if self._writer is None:
-            self._writer = pa.ipc.new_file(self.path, self._schema)
-        return self._writer
-
     def close(self) -> pa.Table | None:
         if self.path:
-            table_files.submit(self.path, lambda: self._file_writer().close())
-            table_files.wait_for(self.path)  # the file is complete when this returns
+            if self._writer is None:
+                self._writer = pa.ipc.new_file(self.path, self._schema)
+            self._writer.close()
             return None
         return pa.Table.from_batches(self._batches, schema=self._schema)
 

@@ -27,7 +27,6 @@ import time
 
 import numpy as np
 
-from .. import table_files
 from ..spawned import context as spawned_context
 from ..spawned import exit_with_parent
 from .trace_args import _ArgsSink
@@ -140,9 +139,8 @@ def decode_range_job(mapped_path: str, lo: int, hi: int, extract_args, extract_f
     try:
         b = _Builder(_ArgsSink(args_path), extract_args, extract_for)
         repairs = _Utf8Repairs()
-        with table_files.queued_writes():  # its args file written beside the decoding
-            err = read_range(mm, lo, hi, b, chunk_bytes, repairs)
-            b.sink.close()
+        err = read_range(mm, lo, hi, b, chunk_bytes, repairs)
+        b.sink.close()
         return builder_state(b, repairs, err)
     finally:
         mm.close()
