@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import datetime as dt
+import functools
 import glob
 import json
 import os
@@ -122,51 +122,46 @@ def peer_python() -> str:
     return os.path.join(PEER_VENV, "bin", "python")
 
 
-def ensure_peer() -> str:
-    """Create benchmarks/.peer-venv with the peer installed; return its site-packages dir."""
-    py = peer_python()
+def ensure_venv(venv: str, probe: str, requirements: list[str]) -> str:
+    """The output of `probe` (Python code) run in `venv`: the venv is made when missing and
+    `requirements` pip-installed into it when the probe fails; raises if it fails after."""
+    py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
-        log("creating peer virtualenv (benchmarks/.peer-venv)")
-        subprocess.run([sys.executable, "-m", "venv", PEER_VENV], check=True)
-    probe = subprocess.run([py, "-c", "import torch_tb_profiler, os;"
-                            "print(os.path.dirname(os.path.dirname(torch_tb_profiler.__file__)))"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        log("installing " + " ".join(PEER_REQ) + " into the peer virtualenv")
-        subprocess.run([py, "-m", "pip", "install", "-q", *PEER_REQ], check=True)
-        probe = subprocess.run([py, "-c", "import torch_tb_profiler, os;"
-                                "print(os.path.dirname(os.path.dirname("
-                                "torch_tb_profiler.__file__)))"],
-                               capture_output=True, text=True, check=True)
-    return probe.stdout.strip()
+        log(f"creating virtualenv {os.path.relpath(venv, ROOT)}")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    result = subprocess.run([py, "-c", probe], capture_output=True, text=True)
+    if result.returncode != 0:
+        log(f"installing {' '.join(requirements)} into {os.path.relpath(venv, ROOT)}")
+        subprocess.run([py, "-m", "pip", "install", "-q", *requirements], check=True)
+        result = subprocess.run([py, "-c", probe], capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def ensure_peer() -> str:
+    """benchmarks/.peer-venv with the peer installed; its site-packages dir."""
+    return ensure_venv(PEER_VENV, "import torch_tb_profiler, os; print(os.path.dirname("
+                                  "os.path.dirname(torch_tb_profiler.__file__)))", PEER_REQ)
 
 
 @functools.cache
 def ours_tensorboard() -> str:
     """The tensorboard executable our runs use: $NPU_BENCH_OUR_TB, else that of
-    benchmarks/.ours-venv (made once: `pip install -e` of this checkout, nothing else); if
-    that venv cannot be made, this interpreter's (said in the log)."""
+    benchmarks/.ours-venv (`pip install -e` of this checkout, nothing else); if that venv
+    cannot be made, this interpreter's (said in the log)."""
     override = os.environ.get("NPU_BENCH_OUR_TB")
     if override:
         return override
-    tb = os.path.join(OURS_VENV, "bin", "tensorboard")
-    py = os.path.join(OURS_VENV, "bin", "python")
-    probe = [py, "-c", "import os, tb_plugin; print(os.path.dirname(os.path.dirname("
-                       "os.path.abspath(tb_plugin.__file__))))"]
-    ok = os.path.exists(tb) and subprocess.run(probe, capture_output=True, text=True) \
-        .stdout.strip() == ROOT
-    if not ok:
-        try:
-            log("creating our virtualenv (benchmarks/.ours-venv: pip install -e . alone)")
-            subprocess.run([sys.executable, "-m", "venv", "--clear", OURS_VENV], check=True)
-            subprocess.run([py, "-m", "pip", "install", "-q", "-e", ROOT], check=True)
-            ok = subprocess.run(probe, capture_output=True, text=True).stdout.strip() == ROOT
-        except (OSError, subprocess.CalledProcessError) as exc:
-            log(f"could not make benchmarks/.ours-venv ({exc})")
-    if not ok:
+    # (fails, and so reinstalls, when the venv's tb_plugin is another checkout's)
+    probe = ("import os, tb_plugin; root = os.path.dirname(os.path.dirname(os.path.abspath("
+             f"tb_plugin.__file__))); assert root == {ROOT!r}, root")
+    try:
+        ensure_venv(OURS_VENV, probe, ["-e", ROOT])
+        return os.path.join(OURS_VENV, "bin", "tensorboard")
+    except (OSError, subprocess.CalledProcessError) as exc:
         tb = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-        log(f"our runs use {tb} (with the test environment's packages)")
-    return tb
+        log(f"could not make benchmarks/.ours-venv ({exc}); our runs use {tb}"
+            " (with the test environment's packages)")
+        return tb
 
 
 def peer_version() -> str:

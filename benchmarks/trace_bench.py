@@ -31,7 +31,6 @@ sys.path.insert(0, HERE)
 import run as R  # noqa: E402  (the harness: peer install, RSS sampler, helpers)
 
 
-
 def q(**kw) -> str:
     return urllib.parse.urlencode({k: v for k, v in kw.items() if v is not None})
 

@@ -43,8 +43,8 @@ import msgspec
 from . import build_locks, cache_store, storage
 from .cache_store import CacheRoot, SharedCache, SharedCacheError
 from .lru import LRU
-from .table_files import WRITE_ASIDE, table_path, write_table
 from .model import FileError, Profile, ProfileMeta
+from .table_files import WRITE_ASIDE, table_path, write_table
 
 # Bump when readers or the model change what they store.
 # 2: typed meta (ProfileMeta), msprof step windows as the `step_windows` table.

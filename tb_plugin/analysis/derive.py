@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..model import Profile
+from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import step_windows
 from . import step_phases
 

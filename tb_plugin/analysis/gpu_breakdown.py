@@ -45,8 +45,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..step_categories import GPU_STEP_CATEGORIES, category_names
 from ..model import Profile
+from ..step_categories import GPU_STEP_CATEGORIES, category_names
 
 CATEGORIES = category_names(GPU_STEP_CATEGORIES)  # priority order, highest first
 RUNTIME_CATS = {"runtime", "cuda_runtime", "mtia_runtime", "glow_runtime", "xpu_runtime",

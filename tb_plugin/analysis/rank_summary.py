@@ -43,8 +43,8 @@ import pandas as pd
 
 from ..cache import DerivedStore
 from ..lru import LRU
-from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..model import Profile
+from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from .kernels import view_rows
 
 CATEGORIES = category_names(NPU_STEP_CATEGORIES)  # the common breakdown of every rank

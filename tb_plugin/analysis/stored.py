@@ -33,8 +33,8 @@ from typing import Any, Callable
 import msgspec
 import pandas as pd
 
-from ..table_files import WRITE_ASIDE, read_table, table_path, write_table
 from ..model import Profile
+from ..table_files import WRITE_ASIDE, read_table, table_path, write_table
 from . import kernel_counters, memory, operators, overview
 
 log = logging.getLogger(__name__)

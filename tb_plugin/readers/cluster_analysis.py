@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from ..lru import LRU
-from ..step_categories import NPU_STEP_CATEGORIES
 from ..model import Profile, ProfileMeta
+from ..step_categories import NPU_STEP_CATEGORIES
 from . import SpanSource
 from . import columns as C
 from .context import ReadContext, run_steps

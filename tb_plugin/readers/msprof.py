@@ -71,9 +71,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..step_categories import MSPROF_STEP_CATEGORIES, category_names
 from ..model import Profile, ProfileMeta
 from ..natural_sort import natural_key
+from ..step_categories import MSPROF_STEP_CATEGORIES, category_names
 from . import SpanSource
 from . import columns as C
 from . import sqlite_export

@@ -70,7 +70,7 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
     warnings: list[str] = []
     types = _text_types(head[3:] if head.startswith(b"\xef\xbb\xbf") else head)
     try:
-        table = _parse_csv(path, types)
+        table = _parse_csv(path, types, size)
     except pa.ArrowInvalid as exc:
         if "UTF8" not in str(exc) and "utf8" not in str(exc).lower():
             raise InputError(f"not a valid CSV file: {str(exc).splitlines()[0]}") from None
@@ -80,7 +80,8 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
         warnings.extend(w)
         del raw
         try:
-            table = _parse_csv(io.BytesIO(text.encode("utf-8")), types)
+            repaired = text.encode("utf-8")
+            table = _parse_csv(io.BytesIO(repaired), types, len(repaired))
         except pa.ArrowInvalid as exc2:
             raise InputError(f"not a valid CSV file: {str(exc2).splitlines()[0]}") from None
     except OSError as exc:
@@ -107,15 +108,16 @@ def read_csv(path: str, rel_path: str, required: tuple[str, ...] = (),
     return df, warnings
 
 
-def _parse_csv(source, types: dict) -> pa.Table:
+def _parse_csv(source, types: dict, size: int) -> pa.Table:
+    """The CSV `source` (a path, or a file of `size` bytes) with every column as text."""
     if isinstance(source, str) and not source.isascii():
         try:
             source.encode("utf-8")
         except UnicodeEncodeError:  # a non-UTF-8 file name: Arrow opens UTF-8 names only
             with open(source, "rb") as fh:
-                return _parse_csv(fh, types)
+                return _parse_csv(fh, types, size)
     block = _block_bytes(source)
-    table = _arrow_read_csv(source, types, block, _source_bytes(source) > block)
+    table = _arrow_read_csv(source, types, block, use_threads=size > block)
     return pa.table({name: _as_text(col) for name, col in zip(table.column_names,
                                                              table.columns)})
 
@@ -163,16 +165,7 @@ def _cr_safe_block(buf) -> int:
     return size + 1
 
 
-def _source_bytes(source) -> int:
-    try:
-        if isinstance(source, str):
-            return os.path.getsize(source)
-        return source.getbuffer().nbytes
-    except (OSError, AttributeError, ValueError):
-        return 1 << 62  # unknown: as if large
-
-
-def _arrow_read_csv(source, types: dict, block_size: int, use_threads: bool = True) -> pa.Table:
+def _arrow_read_csv(source, types: dict, block_size: int, use_threads: bool) -> pa.Table:
     # Arrow's threads parse blocks side by side: a file of one block (every CSV of a small
     # profile) only pays for starting them (~15% of its parse CPU, on cores the other
     # readers are using).

@@ -52,8 +52,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..model import Profile, ProfileMeta
+from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import profiler_step_windows
 from . import SpanSource
 from . import columns as C
