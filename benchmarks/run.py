@@ -124,16 +124,19 @@ def peer_python() -> str:
 
 def ensure_venv(venv: str, probe: str, requirements: list[str]) -> str:
     """The output of `probe` (Python code) run in `venv`: the venv is made when missing and
-    `requirements` pip-installed into it when the probe fails; raises if it fails after."""
+    `requirements` pip-installed into it when the probe fails; raises if it fails after.
+    The probe runs in the venv's folder: from the checkout, `python -c` would import our
+    `tb_plugin` from the working directory and pass in a venv that has nothing installed."""
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
         log(f"creating virtualenv {os.path.relpath(venv, ROOT)}")
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    result = subprocess.run([py, "-c", probe], capture_output=True, text=True)
+    result = subprocess.run([py, "-c", probe], capture_output=True, text=True, cwd=venv)
     if result.returncode != 0:
         log(f"installing {' '.join(requirements)} into {os.path.relpath(venv, ROOT)}")
         subprocess.run([py, "-m", "pip", "install", "-q", *requirements], check=True)
-        result = subprocess.run([py, "-c", probe], capture_output=True, text=True, check=True)
+        result = subprocess.run([py, "-c", probe], capture_output=True, text=True, check=True,
+                                cwd=venv)
     return result.stdout.strip()
 
 

@@ -1,11 +1,21 @@
 """Imported by the fork server the reader processes are forked from (spawned.py,
 `reader_context`): at the readers' priority (`pool.lower_priority`), the imports of the load
 stages, done once there and frozen out of the garbage collector's view
-(`build.import_and_freeze`), so that each reader starts with them."""
-from .pool import lower_priority
+(`build.import_and_freeze`), so that each reader starts with them.
+
+The collector is off during these imports: they only make objects that live as long as the
+process (modules, classes, functions), which its generational passes would walk again and
+again for nothing while pandas, pyarrow and our modules load (~8 % of the imports' CPU,
+which every reader waits for); `import_and_freeze` collects once and freezes them."""
+import gc
+
+gc.disable()
+
+from .pool import lower_priority  # noqa: E402
 
 lower_priority()
 
 from .build import import_and_freeze  # noqa: E402 (imported at the lower priority)
 
 import_and_freeze()
+gc.enable()
