@@ -65,5 +65,8 @@ def reader_state(module: str, env_name: str, caller: int) -> dict:
     import gc
     import sys
 
+    import pyarrow as pa
+
     return {"imported": module in sys.modules, "frozen": gc.get_freeze_count(),
+            "collecting": gc.isenabled(), "arrow_pool": pa.default_memory_pool().backend_name,
             "env": os.environ.get(env_name), "parent_is_caller": os.getppid() == caller}

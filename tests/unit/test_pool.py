@@ -1,6 +1,8 @@
 """ReaderPool: results, the retry in isolation when a reader process dies, shutdown."""
 import concurrent.futures as cf
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -145,8 +147,6 @@ def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(env, step, forkser
     readers forked from the fork server (which took the priority when TensorBoard started
     it, with TensorBoard's environment: a new process here) and for spawned ones."""
     import json
-    import subprocess
-    import sys
 
     from tb_plugin import spawned
     from tb_plugin.loading import pool as pool_module
@@ -161,6 +161,18 @@ def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(env, step, forkser
                          env=environ, timeout=180, check=True).stdout
     mine, theirs = json.loads(out.strip().splitlines()[-1])
     assert theirs == min(mine + step, 19)
+
+
+def _arrow_pool_readers_get() -> str:
+    """jemalloc when this pyarrow has it and the environment names no pool (tested apart
+    from the code that chooses it: its own pool objects, in a fresh process)."""
+    probe = ("import os, pyarrow as pa\n"
+             "name = os.environ.get('ARROW_DEFAULT_MEMORY_POOL')\n"
+             "try:\n    pa.jemalloc_memory_pool(); has = True\n"
+             "except NotImplementedError:\n    has = False\n"
+             "print(name or ('jemalloc' if has else pa.default_memory_pool().backend_name))")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_environment(
@@ -187,5 +199,7 @@ def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_enviro
         pool.shutdown()
     assert state["imported"] is True
     assert state["frozen"] > 1000
+    assert state["collecting"] is True  # the collector is off only while the server imports
+    assert state["arrow_pool"] == _arrow_pool_readers_get()
     assert state["env"] == "set after the server started"
     assert state["parent_is_caller"] is False  # forked by the server, not by this process
