@@ -19,7 +19,7 @@ demo: install
 	$(VENV)/bin/tensorboard --logdir fixtures --host 127.0.0.1 --port $(PORT)
 
 install-test: $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' -c tests/constraints.txt
 
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
