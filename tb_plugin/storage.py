@@ -42,7 +42,6 @@ logdir becomes a local *mirror tree* that discovery walks like any logdir:
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import datetime
@@ -54,6 +53,7 @@ import os
 import re
 import shutil
 import sqlite3
+import sys
 import threading
 import zlib
 from typing import Callable, Iterable
@@ -191,7 +191,11 @@ def _reason(exc: BaseException, proto: str) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"not found (no such bucket, container or prefix): {exc}"
     name = exc.__class__.__name__
-    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)) or \
+    # asyncio is imported only by the async backends (30 ms the readers' fork server and
+    # TensorBoard's start would pay for nothing): an asyncio error implies it is loaded.
+    aio = sys.modules.get("asyncio")
+    timeouts = (ConnectionError, TimeoutError) + ((aio.TimeoutError,) if aio else ())
+    if isinstance(exc, timeouts) or \
             "Connect" in name or "Endpoint" in name or "Timeout" in name:
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         where = f" {endpoint}" if endpoint and backend and backend.extra == "s3" else ""
@@ -260,6 +264,8 @@ def _safe_part(part: str) -> bool:
 def _ls_level(fs, paths: list[str]) -> list[list[dict] | BaseException]:
     """`ls` of each directory (concurrently on async backends), errors as values."""
     if getattr(fs, "async_impl", False) and hasattr(fs, "_ls"):
+        import asyncio
+
         from fsspec.asyn import sync
 
         async def one(p):

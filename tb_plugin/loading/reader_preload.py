@@ -7,7 +7,7 @@ readers use (`build.use_reader_memory_pool`).
 The collector is off during these imports: they only make objects that live as long as the
 process (modules, classes, functions), which its generational passes would walk again and
 again for nothing while pandas, pyarrow and our modules load (~8 % of the imports' CPU,
-which every reader waits for); `import_and_freeze` collects once and freezes them."""
+which every reader waits for); `import_and_freeze` then freezes them."""
 import gc
 
 gc.disable()
