@@ -266,9 +266,12 @@ def use_reader_memory_pool() -> str:
     default (mimalloc) hands freed pages back to the OS while a span is being read and
     faults them in again at the next allocation: ~3,900 page faults per 3.7 MB span, 20-30
     ms of kernel time (a sixth of a small span's CPU); with jemalloc ~1,100 and ~10 ms less
-    (docs/benchmarks.md, fifteenth session). Known cost: after a 300 MB span built in one
-    process, jemalloc kept 301 MB resident against mimalloc's 216 MB (`give_memory_back`'s
-    release_unused does not purge all of jemalloc's dirty pages)."""
+    (docs/benchmarks.md, fifteenth session). Memory (`benchmarks/reader_memory.py`, the
+    300 MB span of scenario A, views -> timeline -> advice in one reader): jemalloc holds more
+    right after the views stage (286-312 against 213-214 MB: its dirty pages decay over about
+    a second instead of going back at once), but less once the reader waits for its next span
+    (198 against 244-248 MB, two seconds idle) and less at the peak (551-556 against 599-623
+    MB)."""
     import pyarrow as pa
 
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
