@@ -23,7 +23,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .table_files import read_table, spill_directory, table_path, write_table
+from .table_files import (arrow_to_frame, read_table, spill_directory, table_path,
+                          write_arrow, write_table)
 
 # Column name -> dtype. "string" columns are stored as pandas "string" (pyarrow backed when
 # available) or categorical for highly repeated names; "Int64" is nullable integer.
@@ -337,6 +338,151 @@ def conform(df: pd.DataFrame, table: str, keep_extra: bool = False) -> pd.DataFr
     return result
 
 
+# --------------------------------------------------------------------------- Arrow tables
+# A table a reader made in Arrow (readers that stay in Arrow from the CSV to the cache file:
+# no pandas frame, conversion or from_pandas per small table, which were most of a small
+# profile's views stage) is stored exactly as `write_table(conform(frame))` would store the
+# same values: the same Arrow types and the same pandas metadata, so a frame read back from
+# the file has the same dtypes whichever path wrote it (tests/unit/test_conform_arrow.py).
+
+# pandas' codes for a categorical of n categories: int8 below 127, then int16, int32, int64
+# (pandas.core.dtypes.cast.coerce_indexer_dtype), as Arrow's dictionary indices.
+_CATEGORY_CODES = ((127, "int8"), (32767, "int16"), (2147483647, "int32"))
+
+
+def _category_codes_type(n: int) -> str:
+    return next((t for limit, t in _CATEGORY_CODES if n < limit), "int64")
+
+
+def _arrow_types() -> dict:
+    import pyarrow as pa
+
+    return {"int64": pa.int64(), "int32": pa.int32(), "int16": pa.int16(),
+            "float64": pa.float64(), "Int64": pa.int64(), "string": pa.large_string()}
+
+
+_EXTRA_DTYPES = {"double": "float64", "int64": "int64"}  # extra columns kept as they are
+_metadata_templates: dict[tuple, dict] = {}
+
+
+def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> dict:
+    """The pandas metadata of a conformed zero-row frame of table `name` (plus `extras`:
+    (column, dtype)), as `pa.Table.from_pandas` writes it; made once per layout (it costs
+    ~1-2 ms, as much as the rest of a small table's write)."""
+    key = (name, extras)
+    template = _metadata_templates.get(key)
+    if template is None:
+        import json
+
+        import pyarrow as pa
+
+        frame = empty_table(name)
+        for col, dtype in extras:
+            frame[col] = np.zeros(0, dtype=dtype)
+        schema = pa.Schema.from_pandas(frame, preserve_index=False)
+        template = json.loads(schema.metadata[b"pandas"])
+        _metadata_templates[key] = template
+    return template
+
+
+def conform_arrow(table, name: str, keep_extra: bool = False):
+    """`conform` for a pyarrow Table: the schema's columns in order (missing ones empty),
+    each as `write_table(conform(frame))` stores it — integers with missing cells as 0,
+    floats with NaN as missing (as from_pandas stores NaN), text as given (other values as
+    text, missing ones as ""), categories as a dictionary of their sorted values (pandas' categories) — and the pandas
+    metadata that restores the model's dtypes. Extra columns (`keep_extra`) must be float64
+    or int64 and are kept as they are, after the schema's."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = SCHEMAS[name]
+    types = _arrow_types()
+    table = table.combine_chunks()  # (one chunk per column: a single record batch)
+    n = table.num_rows
+    arrays, fields, categories = [], [], {}
+    for col, dtype in schema.items():
+        have = col in table.column_names
+        if dtype == "category":
+            values = pc.fill_null(_one_chunk(table.column(col), pa).cast(pa.large_string()),
+                                  "") if have else pa.repeat("", n).cast(pa.large_string())
+            arr = _sorted_dictionary(values, pa, pc)
+            categories[col] = len(arr.dictionary)
+        elif not have:
+            arr = _empty_arrow(dtype, n, pa)
+        else:
+            arr = _one_chunk(table.column(col), pa)
+            if dtype in ("int64", "int32", "int16"):
+                if pa.types.is_floating(arr.type):  # (NaN is no number: 0, as in `conform`)
+                    arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+                arr = pc.fill_null(arr.cast(types[dtype], safe=False), 0)
+            elif dtype == "float64":
+                arr = arr.cast(pa.float64())
+                if arr.null_count < len(arr) and pc.any(pc.is_nan(arr)).as_py():
+                    arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, pa.float64()), arr)
+            elif dtype == "string":  # (text stays as given, missing cells too: `conform`
+                is_text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+                arr = arr.cast(pa.large_string())  # converts only columns of another dtype)
+                if not is_text:
+                    arr = pc.fill_null(arr, "")
+            else:  # Int64: missing cells stay missing
+                arr = arr.cast(types[dtype])
+        arrays.append(arr)
+        fields.append(col)
+    extras = []
+    if keep_extra:
+        for col in table.column_names:
+            if col in schema:
+                continue
+            arr = _one_chunk(table.column(col), pa)
+            dtype = _EXTRA_DTYPES.get(str(arr.type))
+            if dtype is None:
+                raise TypeError(f"extra column {col!r} of {name} is {arr.type}, not a number")
+            arrays.append(arr)
+            fields.append(col)
+            extras.append((col, dtype))
+    meta = _metadata_template(name, tuple(extras))
+    if categories:
+        meta = dict(meta, columns=[dict(c) for c in meta["columns"]])
+        for c in meta["columns"]:
+            if c["name"] in categories:
+                k = categories[c["name"]]
+                c["numpy_type"] = _category_codes_type(k)
+                c["metadata"] = dict(c["metadata"], num_categories=k)
+    return pa.Table.from_arrays(arrays, names=fields).replace_schema_metadata(
+        {b"pandas": json.dumps(meta).encode("utf8")})
+
+
+def _one_chunk(col, pa):
+    """A column of a combined table as one Array (an empty table's has no chunk)."""
+    return col.chunk(0) if col.num_chunks == 1 else pa.concat_arrays(col.chunks) \
+        if col.num_chunks else pa.array([], col.type)
+
+
+def _sorted_dictionary(values, pa, pc):
+    """`values` (text, no missing cell) as pandas' categorical stores it in Arrow: the
+    dictionary is the sorted distinct values, the indices as wide as pandas' codes."""
+    distinct = pc.unique(values)
+    if len(distinct) == 0:  # (pandas' empty categorical: a dictionary of null type)
+        return pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array([], pa.null()))
+    distinct = distinct.take(pc.sort_indices(distinct))
+    codes = pc.index_in(values, value_set=distinct)
+    index_type = getattr(pa, _category_codes_type(len(distinct)))()
+    return pa.DictionaryArray.from_arrays(codes.cast(index_type), distinct)
+
+
+def _empty_arrow(dtype: str, n: int, pa):
+    """An absent column of `conform_arrow`: what `_empty_column` stores."""
+    if dtype in ("int64", "int32", "int16"):
+        return pa.array(np.zeros(n, dtype=dtype)) if n else pa.array([], _arrow_types()[dtype])
+    if dtype == "float64":
+        return pa.nulls(n, pa.float64())
+    if dtype == "Int64":
+        return pa.nulls(n, pa.int64())
+    return pa.repeat("", n).cast(pa.large_string())
+
+
 @dataclasses.dataclass
 class FileError:
     """A problem with one input file; `path` is relative to the logdir."""
@@ -539,6 +685,7 @@ class Profile:
         if isinstance(self.meta, dict):
             self.meta = ProfileMeta(**self.meta)
         self._lock = threading.Lock()
+        self._arrow: dict = {}  # small tables set as Arrow, as written (frames made on use)
         for name, df in self.tables.items():
             self.rows[name] = len(df)
 
@@ -549,11 +696,14 @@ class Profile:
         df = self.tables.get(name)
         if df is not None:
             return df
-        if self.directory and name in self.rows:
+        if name in self._arrow or (self.directory and name in self.rows):
             with self._lock:
                 df = self.tables.get(name)
                 if df is None:
-                    df = read_table(self.local_file(table_path(self.directory, name)))
+                    kept = self._arrow.get(name)
+                    # (the frame `read_table` would make of the file written from it)
+                    df = arrow_to_frame(kept) if kept is not None else \
+                        read_table(self.local_file(table_path(self.directory, name)))
                     self.tables[name] = df
             return df
         return empty_table(name)
@@ -567,6 +717,8 @@ class Profile:
         e.g. the timeline index of millions of slices); else from the frame."""
         import pyarrow as pa
 
+        if name in self._arrow:
+            return self._arrow[name]
         if name not in self.tables and self.directory and name in self.rows:
             path = self.local_file(table_path(self.directory, name))
             return pa.ipc.open_file(pa.memory_map(path)).read_all()
@@ -578,7 +730,8 @@ class Profile:
         whether any step is known, then loads no frame of millions of rows)."""
         import pyarrow as pa
 
-        if name not in self.tables and self.directory and name in self.rows:
+        if name in self._arrow or (name not in self.tables and self.directory
+                                   and name in self.rows):
             return self.arrow_table(name).column(column)  # (mapped: no column is copied)
         return pa.chunked_array([pa.array(self.table(name)[column], from_pandas=True)])
 
@@ -589,7 +742,14 @@ class Profile:
             self.fetch(os.path.basename(path))
         return path
 
-    def set(self, name: str, df: pd.DataFrame, keep_extra: bool = False) -> None:
+    def set(self, name: str, df, keep_extra: bool = False) -> None:
+        """Store table `name`: a pandas DataFrame (`conform`ed), or a pyarrow Table made by
+        a reader that stays in Arrow (`conform_arrow`ed: the same file, no frame made
+        unless a later step asks for one)."""
+        if not isinstance(df, pd.DataFrame):
+            self._set_arrow(name, conform_arrow(df, name, keep_extra=keep_extra))
+            return
+        self._arrow.pop(name, None)
         df = conform(df, name, keep_extra=keep_extra)
         self.rows[name] = len(df)
         if self.directory:
@@ -601,11 +761,23 @@ class Profile:
         else:
             self.tables[name] = df
 
+    def _set_arrow(self, name: str, table) -> None:
+        self.rows[name] = table.num_rows
+        self.tables.pop(name, None)
+        self._arrow.pop(name, None)
+        if self.directory:
+            write_arrow(table_path(self.directory, name), table)
+            if table.num_rows <= KEEP_ROWS:
+                self._arrow[name] = table
+        else:
+            self.tables[name] = arrow_to_frame(table)
+
     def release(self, *names: str) -> None:
         """Forget loaded copies of disk-backed tables (they reload on demand)."""
         if self.directory:
-            for n in names or list(self.tables):
+            for n in names or list({*self.tables, *self._arrow}):
                 self.tables.pop(n, None)
+                self._arrow.pop(n, None)
 
     def step_categories(self) -> list[str]:
         cats = self.meta.step_categories

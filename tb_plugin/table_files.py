@@ -44,9 +44,16 @@ def write_table(path: str, df: pd.DataFrame) -> None:
     # per call (and joins it), ~0.6 ms a table; the columns convert in microseconds each.
     # 194-233 -> 185-220 ms of CPU per 3.7 MB profile (views stage, three alternated runs),
     # the same on a 1 GB profile's 400 MB of CSVs.
-    table = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)
-    # Write aside and rename: `df` may itself be memory-mapped from `path` (a table read
-    # back and replaced); truncating that file in place would pull the pages from under it.
+    write_arrow(path, pa.Table.from_pandas(df, preserve_index=False, nthreads=1))
+
+
+def write_arrow(path: str, table) -> None:
+    """Write a pyarrow Table (with its pandas metadata) as the Arrow IPC file `path`."""
+    import pyarrow as pa
+
+    # Write aside and rename: the table may itself be memory-mapped from `path` (a table
+    # read back and replaced); truncating that file in place would pull the pages from
+    # under it.
     tmp = _aside(path)
     with pa.OSFile(tmp, "wb") as sink:
         with pa.ipc.new_file(sink, table.schema) as writer:
@@ -77,7 +84,11 @@ def read_table(path: str) -> pd.DataFrame:
 
     # The map must stay open: columns converted without a copy still point into it (it is
     # unmapped when the last buffer using it is freed).
-    table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+    return arrow_to_frame(pa.ipc.open_file(pa.memory_map(path)).read_all())
+
+
+def arrow_to_frame(table) -> pd.DataFrame:
+    """The pandas frame of a table as written (`write_table` / `write_arrow`)."""
     # Tables were conformed when written and Arrow's pandas metadata restores their dtypes,
     # so no conform here. One block per column: single-chunk numeric columns stay views of
     # the map (no copy).

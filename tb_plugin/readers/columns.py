@@ -60,8 +60,10 @@ class _Headers:
     """A frame's column names, read once for many look-ups (a kernel file is matched
     against ~150 counters; iterating a pandas column index costs per name each time)."""
 
-    def __init__(self, df: pd.DataFrame):
-        self.names = list(df.columns)
+    def __init__(self, df):
+        # (a pandas frame, or a pyarrow Table, whose `columns` are its arrays)
+        names = getattr(df, "column_names", None)
+        self.names = list(names if names is not None else df.columns)
         self.exact = set(self.names)
         self._lower: dict[str, str] | None = None
 

@@ -22,7 +22,7 @@ import pandas as pd
 from ..discovery import EXTERNAL_SYMLINK, inside_logdir
 from ..model import FileError, Profile
 from . import ARGS_FILE, SpanSource
-from .tolerant import InputError, read_csv, read_json_file
+from .tolerant import InputError, read_csv, read_csv_table, read_json_file
 
 Step = Callable[["ReadContext"], None]
 
@@ -74,13 +74,20 @@ class ReadContext:
             return None
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
-    def read_csv_file(self, path: str, required: tuple[str, ...] = ()) -> pd.DataFrame | None:
+    def csv_table(self, name: str, required: tuple[str, ...] = ()):
+        """`csv` as a pyarrow Table of text columns (for steps that stay in Arrow)."""
+        p = self.path(name)
+        return None if p is None else self.read_csv_file(p, required, read=read_csv_table)
+
+    def read_csv_file(self, path: str, required: tuple[str, ...] = (), read=read_csv):
+        """The CSV at `path` read by `read` (`read_csv`: a frame; `read_csv_table`: an Arrow
+        table); None if unusable, the reason recorded."""
         self.current = path
         if not self.readable(path):
             return None
         rel = self.span.rel(path)
         try:
-            df, warnings = read_csv(path, rel, required=required)
+            df, warnings = read(path, rel, required=required)
         except InputError as exc:
             self.error(path, str(exc))
             return None

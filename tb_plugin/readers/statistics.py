@@ -4,83 +4,117 @@ data_preprocess.csv / msprof aicpu_*.csv (§2.13) -> AI CPU rows for `kernels`.
 
 Times are µs text (exact ns); the older AI CPU files write `(ms)` headers, so the unit is
 taken from the header. A file of several devices keeps the span's device (else all rows).
+The statistics tables are made in Arrow (a pyarrow Table for `Profile.set`): a file of a
+few dozen rows cost ~10 ms through pandas, mostly per-operation overhead.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import columns as C
+from .text_cells import may_need_trim
 from .us_text import to_float, us_text_to_ns
 
 
-def _ns(df: pd.DataFrame, c: dict, key: str) -> np.ndarray:
+def _table(data) -> pa.Table:
+    """The file's cells as an Arrow table of text: `ReadContext.csv_table`'s, or a frame of
+    text columns (`ReadContext.csvs` of several files) converted once."""
+    if isinstance(data, pa.Table):
+        return data
+    return pa.table({str(c): pa.array(data[c], from_pandas=True) for c in data.columns})
+
+
+def _text(t: pa.Table, c: dict, key: str, strip: bool = False) -> pa.Array:
+    """A text column: missing cells as "" (stripped of surrounding whitespace)."""
+    col = pc.fill_null(t.column(c[key]).cast(pa.string()), "")
+    if strip and may_need_trim(col):
+        col = pc.utf8_trim_whitespace(col)
+    return col
+
+
+def _numbers(col) -> np.ndarray:
+    """Text -> float64 (NaN for missing or not a number): one Arrow cast when every cell is
+    a plain number, else `to_float` (pandas' coercing parse, the cells' quirks)."""
+    try:
+        return col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return to_float(col.to_pandas(types_mapper=pd.ArrowDtype))
+
+
+def _counts(t: pa.Table, c: dict, key: str = "calls") -> np.ndarray:
     if key not in c:
-        return np.zeros(len(df), np.int64)
-    return us_text_to_ns(df[c[key]].fillna("").astype(str).to_numpy(dtype=object))
+        return np.zeros(t.num_rows, np.int64)
+    v = _numbers(t.column(c[key]))
+    return np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0).astype(np.int64)
 
 
-def _ms_ns(df: pd.DataFrame, c: dict, key: str) -> np.ndarray:
-    v = to_float(df[c[key]]) if key in c else np.zeros(len(df))
+def _ns(t: pa.Table, c: dict, key: str) -> np.ndarray:
+    if key not in c:
+        return np.zeros(t.num_rows, np.int64)
+    return us_text_to_ns(t.column(c[key]))  # (a missing cell is 0 ns)
+
+
+def _ms_ns(t: pa.Table, c: dict, key: str) -> np.ndarray:
+    v = _numbers(t.column(c[key])) if key in c else np.zeros(t.num_rows)
     return np.round(np.nan_to_num(v) * 1e6).astype(np.int64)
 
 
-def _device(df: pd.DataFrame, device_id) -> pd.DataFrame:
-    h = C.find_header(df, "Device_id")
+def _device(t: pa.Table, device_id) -> pa.Table:
+    h = C.find_header(t, "Device_id")
     if h is None or device_id is None:
-        return df
-    dev = pd.to_numeric(df[h], errors="coerce")
-    mine = (dev == int(device_id)).fillna(False).to_numpy(dtype=bool)  # a bad cell is not ours
-    return df[mine].reset_index(drop=True) if mine.any() else df
+        return t
+    mine = _numbers(t.column(h)) == int(device_id)  # a bad cell (NaN) is not ours
+    return t.filter(pa.array(mine)) if mine.any() else t
 
 
-def op_statistic(df: pd.DataFrame, device_id=None) -> pd.DataFrame:
+def op_statistic(data, device_id=None) -> pa.Table:
     """op_statistic rows (model schema) of an op_statistic CSV."""
-    df = _device(df, device_id)
-    c = C.resolve(df, C.OP_STATISTIC)
-    calls = pd.to_numeric(df[c["calls"]], errors="coerce").fillna(0).astype(np.int64) \
-        .to_numpy() if "calls" in c else np.zeros(len(df), np.int64)
-    return pd.DataFrame({
-        "type": df[c["type"]].fillna("").astype(str).str.strip().to_numpy(),
-        "core_type": df[c["core_type"]].fillna("").astype(str).str.strip().to_numpy()
-        if "core_type" in c else "",
-        "calls": calls, "total_ns": _ns(df, c, "total"), "min_ns": _ns(df, c, "min"),
-        "avg_ns": _ns(df, c, "avg"), "max_ns": _ns(df, c, "max"),
-        "ratio_pct": to_float(df[c["ratio"]]) if "ratio" in c else np.nan,
-    })
+    t = _device(_table(data), device_id)
+    c = C.resolve(t, C.OP_STATISTIC)
+    cols = {"type": _text(t, c, "type", strip=True)}
+    if "core_type" in c:
+        cols["core_type"] = _text(t, c, "core_type", strip=True)
+    cols.update({"calls": _counts(t, c), "total_ns": _ns(t, c, "total"),
+                 "min_ns": _ns(t, c, "min"), "avg_ns": _ns(t, c, "avg"),
+                 "max_ns": _ns(t, c, "max")})
+    if "ratio" in c:
+        cols["ratio_pct"] = _numbers(t.column(c["ratio"]))
+    return pa.table(cols)
 
 
-def api_statistic(df: pd.DataFrame) -> pd.DataFrame:
+def api_statistic(data) -> pa.Table:
     """api_statistic rows (model schema) of an api_statistic CSV (host and device rows)."""
-    c = C.resolve(df, C.API_STATISTIC)
-    calls = pd.to_numeric(df[c["calls"]], errors="coerce").fillna(0).astype(np.int64) \
-        .to_numpy() if "calls" in c else np.zeros(len(df), np.int64)
-    return pd.DataFrame({
-        "level": df[c["level"]].fillna("").astype(str).to_numpy() if "level" in c else "",
-        "name": df[c["name"]].fillna("").astype(str).str.strip().to_numpy(),
-        "calls": calls, "total_ns": _ns(df, c, "total"), "avg_ns": _ns(df, c, "avg"),
-        "min_ns": _ns(df, c, "min"), "max_ns": _ns(df, c, "max"),
-    })
+    t = _table(data)
+    c = C.resolve(t, C.API_STATISTIC)
+    cols = {"level": _text(t, c, "level")} if "level" in c else {}
+    cols.update({"name": _text(t, c, "name", strip=True), "calls": _counts(t, c),
+                 "total_ns": _ns(t, c, "total"), "avg_ns": _ns(t, c, "avg"),
+                 "min_ns": _ns(t, c, "min"), "max_ns": _ns(t, c, "max")})
+    return pa.table(cols)
 
 
-def aicpu_kernels(df: pd.DataFrame, device_id=None) -> pd.DataFrame:
+def aicpu_kernels(data, device_id=None) -> pd.DataFrame:
     """AI CPU tasks as kernels rows: name = type = Node, core_type AI_CPU, start =
     Timestamp, dur = Compute_time (the op's own execution; Total_time when absent)."""
-    df = _device(df, device_id)
-    c = C.resolve(df, C.AICPU_TASKS)
+    t = _device(_table(data), device_id)
+    c = C.resolve(t, C.AICPU_TASKS)
     if "compute_us" in c:
-        dur = _ns(df, c, "compute_us")
+        dur = _ns(t, c, "compute_us")
     elif "compute_ms" in c:
-        dur = _ms_ns(df, c, "compute_ms")
+        dur = _ms_ns(t, c, "compute_ms")
     elif "total_us" in c:
-        dur = _ns(df, c, "total_us")
+        dur = _ns(t, c, "total_us")
     else:
-        dur = _ms_ns(df, c, "total_ms")
-    name = df[c["name"]].fillna("").astype(str).str.strip().to_numpy()
-    stream = pd.to_numeric(df[c["stream"]], errors="coerce").astype("Int64") \
-        if "stream" in c else pd.array([pd.NA] * len(df), dtype="Int64")
+        dur = _ms_ns(t, c, "total_ms")
+    name = _text(t, c, "name", strip=True).to_numpy(zero_copy_only=False)
+    stream = pd.to_numeric(pd.Series(pd.StringDtype().__from_arrow__(t.column(c["stream"]))),
+                           errors="coerce").astype("Int64") \
+        if "stream" in c else pd.array([pd.NA] * t.num_rows, dtype="Int64")
     return pd.DataFrame({"name": name, "type": name, "core_type": "AI_CPU",
-                         "start_ns": _ns(df, c, "start"), "dur_ns": dur,
+                         "start_ns": _ns(t, c, "start"), "dur_ns": dur,
                          "stream_id": stream})
 
 

@@ -730,12 +730,12 @@ def _read_communication_matrix(ctx: _Ctx) -> None:
 
 def _read_statistics(ctx: _Ctx) -> None:
     """op_statistic.csv and api_statistic.csv as written (readers.statistics)."""
-    df = ctx.csv("op_statistic.csv", required=C.required(C.OP_STATISTIC))
-    if df is not None and len(df):
-        ctx.profile.set("op_statistic", statistics.op_statistic(df, ctx.profile.meta.device_id))
-    df = ctx.csv("api_statistic.csv", required=C.required(C.API_STATISTIC))
-    if df is not None and len(df):
-        ctx.profile.set("api_statistic", statistics.api_statistic(df))
+    t = ctx.csv_table("op_statistic.csv", required=C.required(C.OP_STATISTIC))
+    if t is not None and t.num_rows:
+        ctx.profile.set("op_statistic", statistics.op_statistic(t, ctx.profile.meta.device_id))
+    t = ctx.csv_table("api_statistic.csv", required=C.required(C.API_STATISTIC))
+    if t is not None and t.num_rows:
+        ctx.profile.set("api_statistic", statistics.api_statistic(t))
 
 
 def _read_aicpu(ctx: _Ctx) -> None:
