@@ -377,8 +377,9 @@ def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> dict:
         import pyarrow as pa
 
         frame = empty_table(name)
-        for col, dtype in extras:
-            frame[col] = np.zeros(0, dtype=dtype)
+        if extras:  # (one concat: a kernels table may carry ~150 counter columns)
+            frame = pd.concat([frame, pd.DataFrame({col: np.zeros(0, dtype=dtype)
+                                                    for col, dtype in extras})], axis=1)
         schema = pa.Schema.from_pandas(frame, preserve_index=False)
         template = json.loads(schema.metadata[b"pandas"])
         _metadata_templates[key] = template

@@ -454,8 +454,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     df = ctx.csv("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
     if df is None:
         return
-    cols = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
-    out = pd.DataFrame(cols)
+    out = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
     used = set(C.resolve(df, C.KERNEL_DETAILS).values())
     extra, na_cells, pmu_headers = C.read_pmu(df)
     used |= pmu_headers
@@ -465,15 +464,14 @@ def _read_kernels(ctx: _Ctx) -> None:
         if c in used or c in C.KERNEL_TEXT_HEADERS:
             continue
         extra[c] = _float(df[c])
-    if extra:
-        out = pd.concat([out, pd.DataFrame(extra)], axis=1)
-    if "device_id" not in out.columns:
+    out.update((c, v) for c, v in extra.items() if c not in out)
+    if "device_id" not in out:
         dev = ctx.profile.meta.device_id
         if dev is None:
             dev = _tracks_device(ctx.profile)
         if dev is not None:
-            out["device_id"] = pd.array([dev] * len(out), dtype="Int64")
-    ctx.profile.set("kernels", out, keep_extra=True)
+            out["device_id"] = np.full(len(df), int(dev), np.int64)
+    ctx.profile.set("kernels", _arrow_table(out), keep_extra=True)
 
 
 # --------------------------------------------------------------------------- operators
@@ -486,7 +484,7 @@ def _read_operators(ctx: _Ctx) -> None:
     has_durations = "host_total_ns" in cols or "device_total_ns" in cols
     if not has_durations:
         ctx.profile.meta.operator_durations = False
-    ctx.profile.set("operators", pd.DataFrame(cols), keep_extra=True)
+    ctx.profile.set("operators", _arrow_table(cols), keep_extra=True)
 
 
 # --------------------------------------------------------------------------- steps
@@ -534,6 +532,12 @@ def _read_steps(ctx: _Ctx) -> None:
 
 # --------------------------------------------------------------------------- memory
 
+def _arrow_table(columns: dict) -> pa.Table:
+    """Converted columns (numpy arrays, pandas arrays or Series) as the Arrow table
+    `Profile.set` stores (`conform_arrow`): no pandas frame made and converted back."""
+    return pa.table({name: pa.array(col, from_pandas=True) for name, col in columns.items()})
+
+
 def _device_text(s: pd.Series) -> pd.Series:
     """`NPU:0` as written; bare numbers become `NPU:{n}`."""
     s = s.astype("string").fillna("")
@@ -551,28 +555,26 @@ def _read_memory_records(ctx: _Ctx) -> None:
     df = ctx.csv("memory_record.csv", required=C.required(C.MEMORY_RECORD))
     if df is None:
         return
-    out = pd.DataFrame(_convert(df, C.MEMORY_RECORD, ctx.dialect))
-    if "device" in out.columns:
+    out = _convert(df, C.MEMORY_RECORD, ctx.dialect)
+    if "device" in out:
         out["device"] = _device_text(out["device"])
-    ctx.profile.set("memory_records", out)
+    ctx.profile.set("memory_records", _arrow_table(out))
 
 
 def _read_memory_allocations(ctx: _Ctx) -> None:
     df = ctx.csv("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
     if df is None:
         return
-    out = pd.DataFrame(_convert(df, C.OPERATOR_MEMORY, ctx.dialect))
-    if "release_ns" not in out.columns:
-        out["release_ns"] = np.full(len(out), -1, np.int64)
-    if "duration_ns" not in out.columns:
-        out["duration_ns"] = np.full(len(out), -1, np.int64)
-    rel = out["release_ns"].to_numpy()
-    dur = out["duration_ns"].to_numpy()
+    out = _convert(df, C.OPERATOR_MEMORY, ctx.dialect)
+    n = len(df)
+    rel = np.asarray(out.setdefault("release_ns", np.full(n, -1, np.int64)))
+    dur = np.asarray(out.setdefault("duration_ns", np.full(n, -1, np.int64)))
     # Duration missing but both ends known: release - allocation.
-    out["duration_ns"] = np.where((dur < 0) & (rel >= 0), rel - out["alloc_ns"].to_numpy(), dur)
-    if "device" in out.columns:
+    alloc = np.asarray(out["alloc_ns"]) if "alloc_ns" in out else np.zeros(n, np.int64)
+    out["duration_ns"] = np.where((dur < 0) & (rel >= 0), rel - alloc, dur)
+    if "device" in out:
         out["device"] = _device_text(out["device"])
-    ctx.profile.set("memory_allocations", out)
+    ctx.profile.set("memory_allocations", _arrow_table(out))
 
 
 def _read_module_memory(ctx: _Ctx) -> None:
@@ -593,13 +595,12 @@ def _read_module_memory(ctx: _Ctx) -> None:
         device = _device_text(df[cols["device"]])
     else:
         device = pd.Series([""] * len(df), dtype="string")
-    out = pd.DataFrame({
+    ctx.profile.set("module_memory", _arrow_table({
         "component": df[cols["component"]].astype("string").fillna(""),
         "device": device,
         "ts_ns": _us_ns(df[cols["ts_ns"]]),
         "reserved_mb": reserved,
-    })
-    ctx.profile.set("module_memory", out)
+    }))
 
 
 # --------------------------------------------------------------------------- communication
