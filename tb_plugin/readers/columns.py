@@ -545,15 +545,24 @@ def _numbers(s: pd.Series, to_float) -> np.ndarray:
     refuses (spaces, junk) sends the whole column to to_float."""
     import pyarrow as pa
 
-    if s.dtype.kind in "fiu":
+    if isinstance(s, pa.ChunkedArray):  # a column of `ReadContext.csv_table`
+        arrow = s
+        s = None
+    elif s.dtype.kind in "fiu":
         return to_float(s)
+    else:
+        arrow = pa.array(s, from_pandas=True)
+
+    def parsed_by_pandas() -> np.ndarray:  # (the text column as `read_csv` makes it)
+        return to_float(s if s is not None else pd.Series(pd.StringDtype().__from_arrow__(arrow)))
+
     try:
-        values = pa.array(s, from_pandas=True).cast(pa.float64())
+        values = arrow.cast(pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
-        return to_float(s)
+        return parsed_by_pandas()
     out = np.array(values.to_numpy(zero_copy_only=False), dtype=np.float64)
     if (np.signbit(out) & (out == 0)).any():
-        return to_float(s)  # "-0" is an integer 0 to pandas, -0.0 to Arrow
+        return parsed_by_pandas()  # "-0" is an integer 0 to pandas, -0.0 to Arrow
     out[np.isinf(out)] = np.nan  # as to_float: "inf" is no measurement
     return out
 

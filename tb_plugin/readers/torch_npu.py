@@ -195,18 +195,19 @@ def _check_any_data(ctx: _Ctx) -> None:
 
 # --------------------------------------------------------------------------- conversions
 
-def _convert(df: pd.DataFrame, table: C.Table, dialect: _Dialect) -> dict:
-    """The table's columns `df` has, converted; absent columns are omitted. The µs text
+def _convert(df, table: C.Table, dialect: _Dialect) -> dict:
+    """The table's columns `df` (a frame, or a pyarrow Table of text from
+    `ReadContext.csv_table`) has, converted; absent columns are omitted. The µs text
     columns are parsed together (`us_columns_to_ns`: one parse per file, not per column)."""
     headers = C.resolve(df, table)
     texts = [name for name, header in headers.items() if table[name].kind in _US_KINDS
-             and df[header].dtype == "string"]
+             and _is_text(df[header])]
     parsed = dict(zip(texts, us_columns_to_ns([df[headers[name]] for name in texts])))
     out = {}
     for name, header in headers.items():
         kind = table[name].kind
         if name in parsed and kind == "us_or_missing":
-            out[name] = np.where(df[header].isna().to_numpy(), -1, parsed[name]).astype(np.int64)
+            out[name] = np.where(_missing(df[header]), -1, parsed[name]).astype(np.int64)
         elif name in parsed:
             out[name] = parsed[name]
         else:
@@ -217,12 +218,31 @@ def _convert(df: pd.DataFrame, table: C.Table, dialect: _Dialect) -> dict:
 _US_KINDS = ("us", "us_or_missing")
 
 
-def _conv(s: pd.Series, conv: str, dialect: _Dialect):
+def _is_text(s) -> bool:
+    if isinstance(s, pa.ChunkedArray):
+        return pa.types.is_string(s.type) or pa.types.is_large_string(s.type)
+    return s.dtype == "string"
+
+
+def _missing(s) -> np.ndarray:
+    if isinstance(s, pa.ChunkedArray):
+        return s.is_null().to_numpy(zero_copy_only=False)
+    return s.isna().to_numpy()
+
+
+def _series(s) -> pd.Series:
+    """A text column as the pandas string Series `read_csv` makes of it (where pandas'
+    own parsing of cells decides)."""
+    return pd.Series(pd.StringDtype().__from_arrow__(s)) if isinstance(s, pa.ChunkedArray) \
+        else s
+
+
+def _conv(s, conv: str, dialect: _Dialect):
     if conv == "us":
         return _us_ns(s)
     if conv == "us_or_missing":
         ns = _us_ns(s)
-        return np.where(s.isna().to_numpy(), -1, ns).astype(np.int64)
+        return np.where(_missing(s), -1, ns).astype(np.int64)
     if conv == "int":
         return to_int64(_float(s))
     if conv == "float":
@@ -233,11 +253,18 @@ def _conv(s: pd.Series, conv: str, dialect: _Dialect):
         return _shapes_text(s)
     if conv == "stack":
         return _stack_text(s)
+    if isinstance(s, pa.ChunkedArray):
+        return pc.fill_null(s, "")
     return s.astype("string").fillna("")
 
 
-def _float(s: pd.Series) -> np.ndarray:
+def _float(s) -> np.ndarray:
     """Text column -> float64 (NaN for missing), through pyarrow; junk cells -> NaN."""
+    if isinstance(s, pa.ChunkedArray):
+        try:
+            return s.cast(pa.float64()).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return to_float(_series(s))
     if s.dtype.kind in "fiu":
         return s.to_numpy(dtype=np.float64, na_value=np.nan)
     try:
@@ -247,14 +274,17 @@ def _float(s: pd.Series) -> np.ndarray:
         return to_float(s)
 
 
-def _us_ns(s: pd.Series) -> np.ndarray:
+def _us_ns(s) -> np.ndarray:
+    if isinstance(s, pa.ChunkedArray):
+        return us_text_to_ns(s)
     if s.dtype.kind in "fiu":
         return us_text_to_ns(pa.array(s.to_numpy()))
     return us_text_to_ns(pa.array(s.astype("string"), from_pandas=True))
 
 
-def _arrow_text(s: pd.Series) -> pa.Array:
-    arr = pa.array(s.astype("string"), from_pandas=True).fill_null("")
+def _arrow_text(s) -> pa.Array:
+    arr = (s if isinstance(s, pa.ChunkedArray) else
+           pa.array(s.astype("string"), from_pandas=True)).fill_null("")
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
@@ -451,7 +481,7 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
 # --------------------------------------------------------------------------- kernels
 
 def _read_kernels(ctx: _Ctx) -> None:
-    df = ctx.csv("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
+    df = ctx.csv_table("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
     if df is None:
         return
     out = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
@@ -460,7 +490,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     used |= pmu_headers
     if na_cells:
         ctx.profile.meta.pmu_na_cells = na_cells
-    for c in df.columns:
+    for c in df.column_names:
         if c in used or c in C.KERNEL_TEXT_HEADERS:
             continue
         extra[c] = _float(df[c])
@@ -477,7 +507,7 @@ def _read_kernels(ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------- operators
 
 def _read_operators(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_details.csv", required=C.required(C.OPERATOR_DETAILS))
+    df = ctx.csv_table("operator_details.csv", required=C.required(C.OPERATOR_DETAILS))
     if df is None:
         return
     cols = _convert(df, C.OPERATOR_DETAILS, ctx.dialect)
@@ -535,12 +565,13 @@ def _read_steps(ctx: _Ctx) -> None:
 def _arrow_table(columns: dict) -> pa.Table:
     """Converted columns (numpy arrays, pandas arrays or Series) as the Arrow table
     `Profile.set` stores (`conform_arrow`): no pandas frame made and converted back."""
-    return pa.table({name: pa.array(col, from_pandas=True) for name, col in columns.items()})
+    return pa.table({name: col if isinstance(col, (pa.Array, pa.ChunkedArray))
+                     else pa.array(col, from_pandas=True) for name, col in columns.items()})
 
 
-def _device_text(s: pd.Series) -> pd.Series:
+def _device_text(s) -> pd.Series:
     """`NPU:0` as written; bare numbers become `NPU:{n}`."""
-    s = s.astype("string").fillna("")
+    s = _series(s).astype("string").fillna("")
     if not cells_start_with(s, _MAYBE_DIGIT):  # no cell is a bare number
         return s
     numeric = s.str.fullmatch(r"\d+").fillna(False)
@@ -552,7 +583,7 @@ _MAYBE_DIGIT = bytes([*b"0123456789", *range(0xC2, 0xF5)])
 
 
 def _read_memory_records(ctx: _Ctx) -> None:
-    df = ctx.csv("memory_record.csv", required=C.required(C.MEMORY_RECORD))
+    df = ctx.csv_table("memory_record.csv", required=C.required(C.MEMORY_RECORD))
     if df is None:
         return
     out = _convert(df, C.MEMORY_RECORD, ctx.dialect)
@@ -562,7 +593,7 @@ def _read_memory_records(ctx: _Ctx) -> None:
 
 
 def _read_memory_allocations(ctx: _Ctx) -> None:
-    df = ctx.csv("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
+    df = ctx.csv_table("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
     if df is None:
         return
     out = _convert(df, C.OPERATOR_MEMORY, ctx.dialect)
