@@ -155,9 +155,13 @@ class Loader:
             changed = bool(new) or listed != (_listing(runs), notes, len(self._spans))
         self.cache.prefetch([st.key for st in new])  # a shared cache's meta.json, batched
         warming, self._warming = self._warming, None
-        # Wait for the warmed reader only when there is something to read: spans all in the
-        # cache (a restart) are served at once, with no reader at all.
-        if warming is not None and any(not self.cache.has(st.key) for st in new):
+        # Wait for the warmed reader only when there is exactly one span to read: a task
+        # sent before that reader is ready would make the pool start a second reader for
+        # it (memory a one-span run never needs). With two or more the pool starts the
+        # second one anyway, so they are sent now and both readers begin as they come up
+        # (not once this thread has woken and sent them). Spans all in the cache (a
+        # restart) are served at once, with no reader at all.
+        if warming is not None and sum(not self.cache.has(st.key) for st in new) == 1:
             try:
                 warming.result(timeout=WARM_UP_WAIT_S)
             except Exception:  # slow or failed: the pool starts readers as it needs them
