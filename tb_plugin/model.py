@@ -16,6 +16,7 @@ The HTTP API converts to microseconds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 from typing import Any, Callable
@@ -354,6 +355,7 @@ def _category_codes_type(n: int) -> str:
     return next((t for limit, t in _CATEGORY_CODES if n < limit), "int64")
 
 
+@functools.cache
 def _arrow_types() -> dict:
     import pyarrow as pa
 

@@ -199,16 +199,15 @@ class Loader:
         try:
             fut.result()
         except storage.StorageError as exc:
-            self._remove_early_trace_if_done(st)
+            self._drop_unused_early_trace(st, views_failed=True)
             st.views_failed(str(exc))
             with self._lock:
                 self._fetch_failed.add((st.span.run, st.span.worker, st.span.span))
         except Exception as exc:
-            self._remove_early_trace_if_done(st)
+            self._drop_unused_early_trace(st, views_failed=True)
             st.views_failed(exc)
         else:
             self._views_built(st)
-        self._drop_unused_early_trace(st)
         self._changed()
         if not self.stopped:
             self._start_traces()  # this may have been the last view being loaded
@@ -286,32 +285,24 @@ class Loader:
             log.warning("early trace decoding failed for %s: %r", st.span.root, exc)
         with self._lock:
             self._traces_running = max(0, self._traces_running - 1)
-            views_failed = st.state == "error"
-        if views_failed:  # gone before the span stops counting as decoding early, so that
-            # whoever sees it no longer decoding also sees no leftover (a test did not)
-            shutil.rmtree(self.cache.early_trace_dir(st.key), ignore_errors=True)
+        self._drop_unused_early_trace(st, decoded=True)
         with self._lock:
             self._early_running.discard(_span_id(st))
         self._drop_unused_early_trace(st)  # (views that failed in the meantime)
         if not self.stopped:
             self._start_traces()
 
-    def _remove_early_trace_if_done(self, st: SpanState) -> None:
-        """Before a span's views are said to have failed: its early trace, when decoded
-        (no timeline stage will take it), so that whoever sees the failure sees no leftover;
-        one still being decoded goes when its decoding ends (`_early_trace_done`)."""
-        with self._lock:
-            done = _span_id(st) in self._early_started \
-                and _span_id(st) not in self._early_running
-        if done:
-            shutil.rmtree(self.cache.early_trace_dir(st.key), ignore_errors=True)
-
-    def _drop_unused_early_trace(self, st: SpanState) -> None:
+    def _drop_unused_early_trace(self, st: SpanState, views_failed: bool = False,
+                                 decoded: bool = False) -> None:
         """An early trace of a span whose views failed: no timeline stage will take it,
-        and it may hold as much as the trace (removed once its decoding has ended)."""
+        and it may hold as much as the trace (removed once its decoding has ended). It goes
+        before the span says so (`views_failed`: its views failed, not yet on the span;
+        `decoded`: its decoding ended, the span still counted as decoding), so whoever sees
+        the failure, or the decoding over, sees no leftover."""
         with self._lock:
-            unused = st.state == "error" and _span_id(st) in self._early_started \
-                and _span_id(st) not in self._early_running
+            unused = (views_failed or st.state == "error") \
+                and _span_id(st) in self._early_started \
+                and (decoded or _span_id(st) not in self._early_running)
         if unused:
             shutil.rmtree(self.cache.early_trace_dir(st.key), ignore_errors=True)
 

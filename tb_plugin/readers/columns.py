@@ -538,7 +538,7 @@ def resolve_pmu(df: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def _numbers(s: pd.Series, to_float) -> np.ndarray:
+def parse_numbers(s, to_float) -> np.ndarray:
     """`to_float(s)`, by one Arrow cast when every cell is a plain number (the usual case:
     the CSV reader already made N/A and not-finite cells missing); a kernel file carries
     dozens of counter columns, and to_float's pandas parse cost ~1 ms each. A cell the cast
@@ -554,7 +554,9 @@ def _numbers(s: pd.Series, to_float) -> np.ndarray:
         arrow = pa.array(s, from_pandas=True)
 
     def parsed_by_pandas() -> np.ndarray:  # (the text column as `read_csv` makes it)
-        return to_float(s if s is not None else pd.Series(pd.StringDtype().__from_arrow__(arrow)))
+        from .tolerant import text_series
+
+        return to_float(s if s is not None else text_series(arrow))
 
     try:
         values = arrow.cast(pa.float64())
@@ -578,7 +580,7 @@ def read_pmu(df: pd.DataFrame) -> tuple[dict, dict[str, int], set[str]]:
     na: dict[str, int] = {}
     used: set[str] = set()
     for name, header in resolve_pmu(df).items():
-        values = _numbers(df[header], to_float)
+        values = parse_numbers(df[header], to_float)
         # the CSV reader already turned N/A (and empty) cells into missing values
         bad = int(np.isnan(values).sum())
         if header in PMU_COUNTERS[name].percent_headers or (

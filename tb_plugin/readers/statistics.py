@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from . import columns as C
 from .text_cells import may_need_trim
+from .tolerant import text_series
 from .us_text import to_float, us_text_to_ns
 
 
@@ -36,12 +37,8 @@ def _text(t: pa.Table, c: dict, key: str, strip: bool = False) -> pa.Array:
 
 
 def _numbers(col) -> np.ndarray:
-    """Text -> float64 (NaN for missing or not a number): one Arrow cast when every cell is
-    a plain number, else `to_float` (pandas' coercing parse, the cells' quirks)."""
-    try:
-        return col.cast(pa.float64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return to_float(col.to_pandas(types_mapper=pd.ArrowDtype))
+    """Text -> float64 (NaN for missing or not a number), as `to_float` parses it."""
+    return C.parse_numbers(col, to_float)
 
 
 def _counts(t: pa.Table, c: dict, key: str = "calls") -> np.ndarray:
@@ -110,8 +107,7 @@ def aicpu_kernels(data, device_id=None) -> pd.DataFrame:
     else:
         dur = _ms_ns(t, c, "total_ms")
     name = _text(t, c, "name", strip=True).to_numpy(zero_copy_only=False)
-    stream = pd.to_numeric(pd.Series(pd.StringDtype().__from_arrow__(t.column(c["stream"]))),
-                           errors="coerce").astype("Int64") \
+    stream = pd.to_numeric(text_series(t.column(c["stream"])), errors="coerce").astype("Int64") \
         if "stream" in c else pd.array([pd.NA] * t.num_rows, dtype="Int64")
     return pd.DataFrame({"name": name, "type": name, "core_type": "AI_CPU",
                          "start_ns": _ns(t, c, "start"), "dur_ns": dur,

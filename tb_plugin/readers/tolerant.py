@@ -191,6 +191,12 @@ def _string_array(col: pa.ChunkedArray):
     return pd.StringDtype().__from_arrow__(col)
 
 
+def text_series(col: pa.ChunkedArray) -> pd.Series:
+    """A text column of `read_csv_table` as the Series `read_csv` makes of it: where a step
+    that stays in Arrow leaves a column's cells to pandas' own parsing."""
+    return pd.Series(_string_array(col))
+
+
 def _text_types(data: bytes) -> dict:
     """Read every column as text: inferring float64 first would lose the ns digits of
     16+3-digit µs timestamps (casting the double back to text cannot restore them)."""

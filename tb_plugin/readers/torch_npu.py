@@ -63,6 +63,7 @@ from . import statistics
 from .context import ReadContext, read_trace, run_steps
 from .msprof import set_core_counts
 from .text_cells import cells_contain, cells_end_with, cells_start_with, may_need_trim
+from .tolerant import text_series
 from .us_text import to_float, to_int64, us_columns_to_ns, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -231,10 +232,8 @@ def _missing(s) -> np.ndarray:
 
 
 def _series(s) -> pd.Series:
-    """A text column as the pandas string Series `read_csv` makes of it (where pandas'
-    own parsing of cells decides)."""
-    return pd.Series(pd.StringDtype().__from_arrow__(s)) if isinstance(s, pa.ChunkedArray) \
-        else s
+    """A column as a pandas Series (an Arrow text column as `read_csv` makes it)."""
+    return text_series(s) if isinstance(s, pa.ChunkedArray) else s
 
 
 def _conv(s, conv: str, dialect: _Dialect):
