@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
@@ -896,3 +897,32 @@ def test_kernel_device_from_trace_when_no_column(tmp_path):
     span = make_span(tmp_path, kernel="level0_2023")
     k = torch_npu.read(span, None).table("kernels")
     assert k["device_id"].tolist() == [DEV] * len(k)
+
+
+def _shapes_reference(cell: str) -> str:
+    # the documented rule with Python's re: CR / LF removed, trimmed, one trailing ";" off
+    return re.sub(r";\Z", "", re.sub(r"[\r\n]+", "", cell).strip())
+
+
+def _stack_reference(cell: str) -> str:
+    # each `;?\r?\n` is one line break; trailing separators removed
+    return re.sub(r"[;\n]+\Z", "", re.sub(r";?\r?\n", "\n", cell))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shapes_and_stack_cleanup_match_the_rule(seed):
+    """The literal passes of `_shapes_text` / `_stack_text` (taken when the column allows)
+    give what the rule gives for any mix of `;`, CR and LF: torch_npu's `;\\r\\n` frames,
+    Linux `;\\n`, and stray CRs or semicolons that make the fast path unsafe."""
+    rng = np.random.default_rng(seed)
+    parts = {0: ["f(1): x", ";\r\n", "g"], 1: ["f(1): x", ";\n", "g"],
+             2: [";", "\r", "\n", "a", " ", "é", "1,2", ";\r\n", ";\n", "\r\n"]}
+    for _ in range(300):
+        pool = parts[seed % 3]
+        cells = ["".join(pool[i] for i in rng.integers(0, len(pool), rng.integers(0, 8)))
+                 for _ in range(rng.integers(1, 6))]
+        series = pd.Series(cells, dtype="string")
+        assert torch_npu._shapes_text(series).tolist() == \
+            [_shapes_reference(c) for c in cells], cells
+        assert torch_npu._stack_text(series).tolist() == \
+            [_stack_reference(c) for c in cells], cells
