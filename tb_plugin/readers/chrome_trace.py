@@ -35,7 +35,8 @@ from ..step_windows import profiler_step_windows
 from . import SpanSource
 from .context import ReadContext, read_trace, run_steps
 from .kineto import _operators
-from .torch_npu import _PROCESS_KIND, _shapes_text
+from .column_conversions import shapes_text
+from .torch_npu import PROCESS_KIND
 
 _ARGS = {"a_dims": "Input Dims", "a_stack": "Call stack"}
 
@@ -68,7 +69,7 @@ def _read_trace(ctx: _Ctx) -> None:
     for tid_, pid, proc, lab in zip(tracks["track_id"], tracks["pid"],
                                     tracks["process"].astype(str),
                                     tracks["process_labels"].astype(str)):
-        kind = _PROCESS_KIND.get(proc.strip())
+        kind = PROCESS_KIND.get(proc.strip())
         if kind is None and _GPU_LABEL.search(lab):
             kind = "device"
         if kind is None:
@@ -110,7 +111,7 @@ def _read_operators(ctx: _Ctx) -> None:
     text = np.array([isinstance(v, str) for v in dims], dtype=bool)
     if text.any():
         dims = dims.copy()
-        dims[text] = _shapes_text(pd.Series(dims[text], dtype="string")).to_numpy(dtype=object)
+        dims[text] = shapes_text(pd.Series(dims[text], dtype="string")).to_numpy(dtype=object)
     sl["a_dims"] = pd.Series([v if isinstance(v, (str, list)) else None for v in dims],
                              index=sl.index, dtype=object)
     n = len(sl)

@@ -43,8 +43,9 @@ from ..step_categories import NPU_STEP_CATEGORIES
 from . import SpanSource
 from . import columns as C
 from .context import ReadContext, run_steps
-from .torch_npu import _COMM_TIME_KEYS, _DIALECTS, _convert, _f, _ms_ns, _op_kind, \
-    _transit_size
+from .column_conversions import DIALECTS, convert
+from .communication_json import COMM_TIME_KEYS, op_kind, transit_size
+from .json_numbers import ms_to_ns, number
 from .us_text import us_text_to_ns
 
 STEP_CSV = "cluster_step_trace_time.csv"
@@ -102,7 +103,7 @@ def _csv_steps_by_rank(ctx: _Ctx) -> dict | None:
     df = ctx.csv(STEP_CSV, required=C.required(C.CLUSTER_STEP_TRACE_TIME))
     if df is None:
         return {}
-    out = pd.DataFrame(_convert(df, C.CLUSTER_STEP_TRACE_TIME, _DIALECTS["torch_npu"]))
+    out = pd.DataFrame(convert(df, C.CLUSTER_STEP_TRACE_TIME, DIALECTS["torch_npu"]))
     out["step"] = [_step_id(v) for v in df[C.resolve(df, C.CLUSTER_STEP_TRACE_TIME)["step"]]]
     hit = _split_steps(out)
     _by_rank_memo.put(key, hit)
@@ -234,11 +235,11 @@ def _comm_row(step, key: str, info: dict) -> dict:
         name, group = group, ""
     t = info.get("Communication Time Info")
     t = t if isinstance(t, dict) else {}
-    row = {"step": step, "name": name, "group": group, "kind": _op_kind(name),
+    row = {"step": step, "name": name, "group": group, "kind": op_kind(name),
            "start_us": t.get("Start Timestamp(us)"),
-           "transit_size_mb": _transit_size(info.get("Communication Bandwidth Info") or {})}
-    for col, k in _COMM_TIME_KEYS.items():
-        row[col] = _ms_ns(t.get(k))
+           "transit_size_mb": transit_size(info.get("Communication Bandwidth Info") or {})}
+    for col, k in COMM_TIME_KEYS.items():
+        row[col] = ms_to_ns(t.get(k))
     return row
 
 
@@ -287,7 +288,7 @@ def _query_comm(ctx: _Ctx) -> list[dict]:
         first = bw.drop_duplicates(["step", "op", "group", "band"])
         for (step, op, group), g in first.groupby(["step", "op", "group"], dropna=False):
             blocks = {str(b): {"Transit Size(MB)": s} for b, s in zip(g["band"], g["size_mb"])}
-            sizes[(step, op, group)] = _transit_size(blocks)
+            sizes[(step, op, group)] = transit_size(blocks)
     rows = []
     for r in t.itertuples(index=False):
         info = {"Communication Time Info": {
@@ -306,8 +307,8 @@ def _link_row(step, op: str, src: int, dst: int, transport, size, time_ms, bw,
               aggregate: bool) -> dict:
     head, _, group = op.rpartition("@")
     return {"step": step, "op": op, "src_rank": src, "dst_rank": dst,
-            "transport": str(transport or ""), "transit_size_mb": _f(size),
-            "transit_ns": _ms_ns(time_ms), "bandwidth_gbps": _f(bw),
+            "transport": str(transport or ""), "transit_size_mb": number(size),
+            "transit_ns": ms_to_ns(time_ms), "bandwidth_gbps": number(bw),
             "op_name": "" if aggregate else head, "group": group, "kind": "",
             "aggregate": aggregate}
 

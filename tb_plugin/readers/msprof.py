@@ -78,7 +78,9 @@ from . import SpanSource
 from . import columns as C
 from . import sqlite_export
 from . import statistics
+from .communication_json import op_kind
 from .context import ReadContext, read_trace, run_steps
+from .json_numbers import ms_to_ns
 from .us_text import to_float, us_columns_to_ns, us_text_to_ns
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
@@ -641,14 +643,6 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
     }))
 
 
-def _ms_to_ns(v) -> int:
-    try:
-        ns = int(round(float(v) * 1e6))
-    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (1e400, 1e308 ms)
-        return 0
-    return ns if abs(ns) < 2 ** 63 else 0
-
-
 def _comm_entries(doc: dict):
     """(step, kind, key, info): accepts msprof's flat form and torch_npu's per-step form."""
     for k, v in doc.items():
@@ -664,10 +658,7 @@ def _comm_entries(doc: dict):
                     if op != "Total Op Info" and isinstance(info, dict):
                         yield step, kind, op, info
         else:
-            low = k.lower()
-            kind = "p2p" if low.startswith(("hcom_send", "hcom_receive",
-                                             "hcom_batchsendrecv")) else "collective"
-            yield None, kind, k, v
+            yield None, op_kind(k), k, v
 
 
 def _analyze_json(ctx: _Ctx, name: str) -> dict | None:
@@ -692,11 +683,11 @@ def _read_communication(ctx: _Ctx) -> None:
         rows.append({
             "step": step, "name": name, "group": group, "kind": kind,
             "start_ns": int(us_text_to_ns([str(start)])[0]) if start is not None else 0,
-            "elapse_ns": _ms_to_ns(t.get("Elapse Time(ms)")),
-            "transit_ns": _ms_to_ns(t.get("Transit Time(ms)")),
-            "wait_ns": _ms_to_ns(t.get("Wait Time(ms)")),
-            "sync_ns": _ms_to_ns(t.get("Synchronization Time(ms)")),
-            "idle_ns": _ms_to_ns(t.get("Idle Time(ms)")),
+            "elapse_ns": ms_to_ns(t.get("Elapse Time(ms)")),
+            "transit_ns": ms_to_ns(t.get("Transit Time(ms)")),
+            "wait_ns": ms_to_ns(t.get("Wait Time(ms)")),
+            "sync_ns": ms_to_ns(t.get("Synchronization Time(ms)")),
+            "idle_ns": ms_to_ns(t.get("Idle Time(ms)")),
             "transit_size_mb": size,
         })
     if rows:
@@ -720,7 +711,7 @@ def _read_communication_matrix(ctx: _Ctx) -> None:
                 "dst_rank": int(m.group(2)),
                 "transport": str(d.get("Transport Type", "")),
                 "transit_size_mb": float(d.get("Transit Size(MB)") or 0),
-                "transit_ns": _ms_to_ns(d.get("Transit Time(ms)")),
+                "transit_ns": ms_to_ns(d.get("Transit Time(ms)")),
                 "bandwidth_gbps": float(d.get("Bandwidth(GB/s)") or 0),
             })
     if rows:

@@ -54,6 +54,7 @@ import pyarrow as pa
 
 from . import columns as C
 from . import db_columns as D
+from .communication_json import P2P_PREFIXES
 from .us_text import us_text_to_ns
 
 BATCH_ROWS = 65536
@@ -884,12 +885,11 @@ def _step_of(values: pd.Series) -> pd.array:
     return pd.to_numeric(text, errors="coerce").astype("Int64")
 
 
-_P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
 
 
 def _kinds(kind: pd.Series | None, names: pd.Series) -> np.ndarray:
     """The db's collective / p2p, else from the op name (as the JSON reader does)."""
-    by_name = np.where(names.fillna("").astype(str).str.lower().str.startswith(_P2P_PREFIXES),
+    by_name = np.where(names.fillna("").astype(str).str.lower().str.startswith(P2P_PREFIXES),
                        "p2p", "collective")
     if kind is None:
         return by_name

@@ -5,24 +5,17 @@ Both producers write the same file family into `ASCEND_PROFILER_OUTPUT/` (docs/f
 
 - `columns.KERNEL_DETAILS`, `OPERATOR_DETAILS`, ... map each model column to the header
   variants seen across versions (e.g. `Step Id`/`Step ID`, `Block Num`/`Block Dim`,
-  `Total Reserved(MB)`/`(KB)`) and a conversion kind, which `_conv` applies.
-- `_DIALECTS` holds per-producer facts (MindSpore's "MB" columns are KB/1000, its
-  operator_details.csv has only Name/Input Shapes).
+  `Total Reserved(MB)`/`(KB)`) and a conversion kind, which `column_conversions.convert`
+  applies.
+- `column_conversions.DIALECTS` holds per-producer facts (MindSpore's "MB" columns are
+  KB/1000, its operator_details.csv has only Name/Input Shapes).
 
 SQLite exports (`*.db`, docs/formats.md §2.20) are read by `sqlite_export` steps after the
 text steps: they fill only the tables the text output did not give (text first).
 
 Normalizations (documented for the views):
-- `Input Shapes` (operator_details, kernel_details): the producer's text with the `;\\r\\n`
-  separators turned into `;` and one trailing `;` removed: `"8,3,224,224;64,3,7,7"` —
-  the same form kernel_details uses (`;` between tensors, `,` between dims).
-- `Call Stack`: frames separated by `"\\n"` (the producer's `;\\r\\n`), no trailing separator.
-- communication_matrix.json: every row is kept; `op` is the entry key as written
-  (`allreduce-top1@group`, `allreduce-total@group`, or msprof's `hcom_x__1_0@group`/`total`),
-  extra columns `op_name` (the original op, torch_npu's "Op Name"), `group`, `kind`
-  (collective/p2p) and `aggregate` (True for `*-total@*` / `total` rows). Sum only
-  `aggregate` rows (torch_npu) or only non-aggregate rows (msprof layout) to avoid double counting:
-  top1/middle/bottom rows are representatives repeated from the same links.
+- `Input Shapes` and `Call Stack`: one text form for every producer (column_conversions.py).
+- communication.json / communication_matrix.json: communication_json.py.
 - steps: from step_trace_time.csv; `bd_computing`, `bd_communication_not_overlapped`,
   `bd_overlapped`, `bd_free` (ns); `total_ns` = computing + communication_not_overlapped + free.
   Extra (non-breakdown) columns: `communication_ns`, `stage_ns`, `bubble_ns`,
@@ -42,7 +35,6 @@ Normalizations (documented for the views):
 """
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import re
@@ -50,41 +42,30 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..model import Profile, ProfileMeta
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import profiler_step_windows
 from . import SpanSource
 from . import columns as C
+from . import communication_json
 from . import minddata
 from . import sqlite_export
 from . import statistics
+from .column_conversions import (DIALECTS, Dialect, column_floats, column_series, column_us_ns,
+                                 convert)
 from .context import ReadContext, read_trace, run_steps
+from .json_numbers import int_or_none
 from .msprof import set_core_counts
-from .text_cells import cells_contain, cells_end_with, cells_start_with, may_need_trim
+from .text_cells import cells_start_with
 from .tolerant import text_series
-from .us_text import to_float, to_int64, us_columns_to_ns, us_text_to_ns
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Dialect:
-    producer: str
-    # Factor turning the file's "(MB)" numbers into MiB: torch_npu divides bytes by 1024**2
-    # (factor 1); MindSpore divides KB by 1000, so MiB = value * 1000 / 1024.
-    memory_mb_to_mib: float
-
-
-_DIALECTS = {
-    "torch_npu": _Dialect("torch_npu", 1.0),
-    "mindspore": _Dialect("mindspore", 1000.0 / 1024.0),
-}
-
 # Process name -> track kind (docs/formats.md §2.2.2, §2.22). Tracks whose process is not listed
 # are "counter" when they carry only counter samples, else "other".
-_PROCESS_KIND = {
+PROCESS_KIND = {
     "Python": "host", "Python GC": "host", "MindSpore": "host", "CPU OP": "host",
     "Scope Layer": "host", "python": "host", "python3": "host",
     "CANN": "cann",
@@ -93,15 +74,6 @@ _PROCESS_KIND = {
     "Overlap Analysis": "overlap",
 }
 
-_COMM_TIME_KEYS = {
-    "elapse_ns": "Elapse Time(ms)",
-    "transit_ns": "Transit Time(ms)",
-    "wait_ns": "Wait Time(ms)",
-    "sync_ns": "Synchronization Time(ms)",
-    "idle_ns": "Idle Time(ms)",
-}
-_P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
-_STEP_KEY = re.compile(r"^step(\d*)$")
 _NPU_LABEL = re.compile(r"NPU\s*:?\s*(\d+)")
 
 
@@ -109,19 +81,19 @@ _NPU_LABEL = re.compile(r"NPU\s*:?\s*(\d+)")
 
 def read(span: SpanSource, work_dir: str | None = None, stage: str = "all") -> Profile:
     """Read a torch_npu `*_ascend_pt` span directory (`stage`: see `readers.read`)."""
-    return _read(span, work_dir, _DIALECTS["torch_npu"], stage)
+    return _read(span, work_dir, DIALECTS["torch_npu"], stage)
 
 
 def read_mindspore(span: SpanSource, work_dir: str | None = None,
                    stage: str = "all") -> Profile:
     """Read a MindSpore 2.x `*_ascend_ms` span directory (`stage`: see `readers.read`)."""
-    return _read(span, work_dir, _DIALECTS["mindspore"], stage)
+    return _read(span, work_dir, DIALECTS["mindspore"], stage)
 
 
 def deferred_trace(span: SpanSource) -> str | None:
     """The trace the views stage of this torch_npu / MindSpore span leaves to the timeline
     stage (`_read` with stage="views"), or None when it reads the trace itself."""
-    ctx = _Ctx(span, None, _DIALECTS["mindspore" if span.producer == "mindspore"
+    ctx = _Ctx(span, None, DIALECTS["mindspore" if span.producer == "mindspore"
                                      else "torch_npu"])
     return _trace_file(ctx) if _trace_deferrable(ctx) else None
 
@@ -144,7 +116,7 @@ def _trace_deferrable(ctx: "_Ctx") -> bool:
 
 
 class _Ctx(ReadContext):
-    def __init__(self, span: SpanSource, work_dir: str | None, dialect: _Dialect):
+    def __init__(self, span: SpanSource, work_dir: str | None, dialect: Dialect):
         meta = ProfileMeta(producer=dialect.producer, device="npu", rank=span.rank,
                            device_id=span.device_id)
         super().__init__(span, work_dir, Profile(meta=meta),
@@ -154,7 +126,7 @@ class _Ctx(ReadContext):
         self.step_windows: pd.DataFrame | None = None
 
 
-def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
+def _read(span: SpanSource, work_dir: str | None, dialect: Dialect,
           stage: str = "all") -> Profile:
     ctx = _Ctx(span, work_dir, dialect)
     db_timeline = sqlite_export.read_framework_db_timeline
@@ -164,7 +136,7 @@ def _read(span: SpanSource, work_dir: str | None, dialect: _Dialect,
     steps = [
         _read_info, _read_device_info, _read_metadata, _read_trace, db_timeline, _read_kernels,
         _read_operators, _read_steps, _read_memory_records, _read_memory_allocations,
-        _read_module_memory, _read_communication, _read_communication_matrix, _read_statistics,
+        _read_module_memory, communication_json.read_communication, communication_json.read_communication_matrix, _read_statistics,
         _read_aicpu, _read_mindspore_operators, sqlite_export.read_framework_db,
         minddata.read_ascend_ms, _check_any_data, _finish_meta,
     ]
@@ -194,164 +166,6 @@ def _check_any_data(ctx: _Ctx) -> None:
         ctx.error(ctx.base, "no readable profiler output files found")
 
 
-# --------------------------------------------------------------------------- conversions
-
-def _convert(df, table: C.Table, dialect: _Dialect) -> dict:
-    """The table's columns `df` (a frame, or a pyarrow Table of text from
-    `ReadContext.csv_table`) has, converted; absent columns are omitted. The µs text
-    columns are parsed together (`us_columns_to_ns`: one parse per file, not per column)."""
-    headers = C.resolve(df, table)
-    texts = [name for name, header in headers.items() if table[name].kind in _US_KINDS
-             and _is_text(df[header])]
-    parsed = dict(zip(texts, us_columns_to_ns([df[headers[name]] for name in texts])))
-    out = {}
-    for name, header in headers.items():
-        kind = table[name].kind
-        if name in parsed and kind == "us_or_missing":
-            out[name] = np.where(_missing(df[header]), -1, parsed[name]).astype(np.int64)
-        elif name in parsed:
-            out[name] = parsed[name]
-        else:
-            out[name] = _conv(df[header], kind, dialect)
-    return out
-
-
-_US_KINDS = ("us", "us_or_missing")
-
-
-def _is_text(s) -> bool:
-    if isinstance(s, pa.ChunkedArray):
-        return pa.types.is_string(s.type) or pa.types.is_large_string(s.type)
-    return s.dtype == "string"
-
-
-def _missing(s) -> np.ndarray:
-    if isinstance(s, pa.ChunkedArray):
-        return s.is_null().to_numpy(zero_copy_only=False)
-    return s.isna().to_numpy()
-
-
-def _series(s) -> pd.Series:
-    """A column as a pandas Series (an Arrow text column as `read_csv` makes it)."""
-    return text_series(s) if isinstance(s, pa.ChunkedArray) else s
-
-
-def _conv(s, conv: str, dialect: _Dialect):
-    if conv == "us":
-        return _us_ns(s)
-    if conv == "us_or_missing":
-        ns = _us_ns(s)
-        return np.where(_missing(s), -1, ns).astype(np.int64)
-    if conv == "int":
-        return to_int64(_float(s))
-    if conv == "float":
-        return _float(s)
-    if conv == "mb":
-        return _float(s) * dialect.memory_mb_to_mib
-    if conv == "shapes":
-        return _shapes_text(s)
-    if conv == "stack":
-        return _stack_text(s)
-    if isinstance(s, pa.ChunkedArray):
-        return pc.fill_null(s, "")
-    return s.astype("string").fillna("")
-
-
-def _float(s) -> np.ndarray:
-    """Text column -> float64 (NaN for missing), through pyarrow; junk cells -> NaN."""
-    if isinstance(s, pa.ChunkedArray):
-        try:
-            return s.cast(pa.float64()).to_numpy()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return to_float(_series(s))
-    if s.dtype.kind in "fiu":
-        return s.to_numpy(dtype=np.float64, na_value=np.nan)
-    try:
-        arr = pa.array(s.astype("string"), from_pandas=True).cast(pa.float64())
-        return arr.to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
-        return to_float(s)
-
-
-def _us_ns(s) -> np.ndarray:
-    if isinstance(s, pa.ChunkedArray):
-        return us_text_to_ns(s)
-    if s.dtype.kind in "fiu":
-        return us_text_to_ns(pa.array(s.to_numpy()))
-    return us_text_to_ns(pa.array(s.astype("string"), from_pandas=True))
-
-
-def _arrow_text(s) -> pa.Array:
-    arr = (s if isinstance(s, pa.ChunkedArray) else
-           pa.array(s.astype("string"), from_pandas=True)).fill_null("")
-    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-
-
-def _shapes_text(s: pd.Series) -> pd.Series:
-    """`"8,3,224,224;\r\n64,3,7,7;\r\n"` -> `"8,3,224,224;64,3,7,7"` (one form everywhere).
-    Each rewrite runs only when some cell has what it rewrites (most files have no CR LF)."""
-    a = _arrow_text(s)
-    if cells_contain(a, b"\r\n"):  # (every CR and LF removed: two literal passes, not a
-        a = pc.replace_substring(pc.replace_substring(a, "\r", ""), "\n", "")  # regex)
-    if may_need_trim(a):
-        a = pc.utf8_trim_whitespace(a)
-    if cells_end_with(a, b";"):  # one trailing ";" off
-        a = pc.if_else(pc.ends_with(a, ";"), pc.utf8_slice_codeunits(a, 0, -1), a)
-    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
-
-
-def _stack_text(s: pd.Series) -> pd.Series:
-    """Call stack frames separated by `"\n"` instead of `;\r\n`; no trailing separator."""
-    a = _arrow_text(s)
-    if cells_contain(a, b"\n"):
-        a = _frames_on_lines(a)
-    if cells_end_with(a, b";\n"):  # (`[;\n]+$` removed)
-        a = pc.utf8_rtrim(a, characters=";\n")
-    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
-
-
-def _frames_on_lines(a: pa.Array) -> pa.Array:
-    """Every `;?\r?\n` of the cells as `\n`. torch_npu ends each frame with `;\r\n`: when
-    every LF and every CR of the column is part of one (or every LF of a `;\n`, and no CR),
-    the regex replaces exactly those, and one literal pass does the same at a third of
-    the cost (two columns of every operator file); any other mix takes the regex."""
-    lf = _count(a, "\n")
-    for sep in (";\r\n", ";\n"):
-        n = _count(a, sep)
-        if n == lf and _count(a, "\r") == (n if sep == ";\r\n" else 0):
-            return pc.replace_substring(a, sep, "\n")
-    return pc.replace_substring_regex(a, pattern=r";?\r?\n", replacement="\n")
-
-
-def _count(a: pa.Array, pattern: str) -> int:
-    return int(pc.sum(pc.count_substring(a, pattern)).as_py() or 0)
-
-
-def _int_or_none(v):
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def _ms_ns(v) -> int:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return 0
-    ns = f * 1e6
-    if not np.isfinite(ns) or abs(ns) >= 2.0 ** 63:  # no time: damage (1e308 ms)
-        return 0
-    return int(round(ns))
-
-
-def _f(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 # --------------------------------------------------------------------------- info / meta
 
 def _read_info(ctx: _Ctx) -> None:
@@ -366,7 +180,7 @@ def _read_info(ctx: _Ctx) -> None:
         info = ctx.json(path)
         if info is None:
             continue
-        rank = _int_or_none(info.get("rank_id"))
+        rank = int_or_none(info.get("rank_id"))
         if rank is not None and rank >= 0 and meta.rank is None:
             meta.rank = rank
         config = info.get("config") if isinstance(info.get("config"), dict) else {}
@@ -378,7 +192,7 @@ def _read_info(ctx: _Ctx) -> None:
                     if info.get(k) not in (None, "")}
         if versions:
             meta.versions = {**(meta.versions or {}), **versions}
-        ws = _int_or_none(info.get("rank_size"))
+        ws = int_or_none(info.get("rank_size"))
         if ws and ws > 0:
             meta.world_size = ws
 
@@ -471,7 +285,7 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
     if len(t) == 0:
         return t
     proc = t["process"].astype(str)
-    kind = proc.map(_PROCESS_KIND)
+    kind = proc.map(PROCESS_KIND)
     with_slices = np.isin(t["track_id"].to_numpy(), np.unique(slices["track_id"].to_numpy()))
     with_counters = np.isin(t["track_id"].to_numpy(), np.unique(counters["track_id"].to_numpy()))
     counter_only = with_counters & ~with_slices
@@ -500,7 +314,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     df = ctx.csv_table("kernel_details.csv", required=C.required(C.KERNEL_DETAILS))
     if df is None:
         return
-    out = _convert(df, C.KERNEL_DETAILS, ctx.dialect)
+    out = convert(df, C.KERNEL_DETAILS, ctx.dialect)
     used = set(C.resolve(df, C.KERNEL_DETAILS).values())
     extra, na_cells, pmu_headers = C.read_pmu(df)
     used |= pmu_headers
@@ -509,7 +323,7 @@ def _read_kernels(ctx: _Ctx) -> None:
     for c in df.column_names:
         if c in used or c in C.KERNEL_TEXT_HEADERS:
             continue
-        extra[c] = _float(df[c])
+        extra[c] = column_floats(df[c])
     out.update((c, v) for c, v in extra.items() if c not in out)
     if "device_id" not in out:
         dev = ctx.profile.meta.device_id
@@ -526,7 +340,7 @@ def _read_operators(ctx: _Ctx) -> None:
     df = ctx.csv_table("operator_details.csv", required=C.required(C.OPERATOR_DETAILS))
     if df is None:
         return
-    cols = _convert(df, C.OPERATOR_DETAILS, ctx.dialect)
+    cols = convert(df, C.OPERATOR_DETAILS, ctx.dialect)
     has_durations = "host_total_ns" in cols or "device_total_ns" in cols
     if not has_durations:
         ctx.profile.meta.operator_durations = False
@@ -539,7 +353,7 @@ def _read_steps(ctx: _Ctx) -> None:
     table = ctx.csv_table("step_trace_time.csv", required=C.required(C.STEP_TRACE_TIME))
     if table is None:
         return
-    cols = _convert(table, C.STEP_TRACE_TIME, ctx.dialect)
+    cols = convert(table, C.STEP_TRACE_TIME, ctx.dialect)
     out = pd.DataFrame(cols)
     step_col = C.resolve(table, C.STEP_TRACE_TIME).get("step")
     # Step ids are exact integers; an empty Step (one whole-run row) is step 0.
@@ -588,7 +402,7 @@ def _arrow_table(columns: dict) -> pa.Table:
 
 def _device_text(s) -> pd.Series:
     """`NPU:0` as written; bare numbers become `NPU:{n}`."""
-    s = _series(s).astype("string").fillna("")
+    s = column_series(s).astype("string").fillna("")
     if not cells_start_with(s, _MAYBE_DIGIT):  # no cell is a bare number
         return s
     numeric = s.str.fullmatch(r"\d+").fillna(False)
@@ -603,7 +417,7 @@ def _read_memory_records(ctx: _Ctx) -> None:
     df = ctx.csv_table("memory_record.csv", required=C.required(C.MEMORY_RECORD))
     if df is None:
         return
-    out = _convert(df, C.MEMORY_RECORD, ctx.dialect)
+    out = convert(df, C.MEMORY_RECORD, ctx.dialect)
     if "device" in out:
         out["device"] = _device_text(out["device"])
     ctx.profile.set("memory_records", _arrow_table(out))
@@ -613,7 +427,7 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
     df = ctx.csv_table("operator_memory.csv", required=C.required(C.OPERATOR_MEMORY))
     if df is None:
         return
-    out = _convert(df, C.OPERATOR_MEMORY, ctx.dialect)
+    out = convert(df, C.OPERATOR_MEMORY, ctx.dialect)
     n = len(df)
     rel = np.asarray(out.setdefault("release_ns", np.full(n, -1, np.int64)))
     dur = np.asarray(out.setdefault("duration_ns", np.full(n, -1, np.int64)))
@@ -631,9 +445,9 @@ def _read_module_memory(ctx: _Ctx) -> None:
         return
     cols = C.resolve(df, C.NPU_MODULE_MEM)
     if "reserved_mb" in cols:
-        reserved = _float(df[cols["reserved_mb"]])
+        reserved = column_floats(df[cols["reserved_mb"]])
     elif "reserved_kb" in cols:
-        reserved = _float(df[cols["reserved_kb"]]) / 1024.0
+        reserved = column_floats(df[cols["reserved_kb"]]) / 1024.0
     else:
         either = " or ".join(C.NPU_MODULE_MEM[n].headers[0] for n in ("reserved_mb", "reserved_kb"))
         ctx.error(ctx.path("npu_module_mem.csv"), f"missing required column {either}")
@@ -646,137 +460,9 @@ def _read_module_memory(ctx: _Ctx) -> None:
     ctx.profile.set("module_memory", _arrow_table({
         "component": df[cols["component"]].astype("string").fillna(""),
         "device": device,
-        "ts_ns": _us_ns(df[cols["ts_ns"]]),
+        "ts_ns": column_us_ns(df[cols["ts_ns"]]),
         "reserved_mb": reserved,
     }))
-
-
-# --------------------------------------------------------------------------- communication
-
-def _load_json(ctx: _Ctx, name: str) -> dict | None:
-    p = ctx.path(name)
-    return None if p is None else ctx.json(p)
-
-
-def _step_sections(doc: dict):
-    """Yield (step or None, kind or None, {op key: info}) for both layouts:
-    torch_npu `{"step3": {"collective": {...}, "p2p": {...}}}` and msprof's flat
-    `{"op@group": {...}, "total": {...}}` (MindSpore copies msprof's file)."""
-    stepped = [k for k in doc if _STEP_KEY.match(str(k))]
-    if stepped and all(isinstance(doc[k], dict) for k in stepped):
-        for k in stepped:
-            m = _STEP_KEY.match(k)
-            step = int(m.group(1)) if m.group(1) else None
-            for kind, ops in doc[k].items():
-                if isinstance(ops, dict):
-                    yield step, str(kind), ops
-    else:
-        yield None, None, doc
-
-
-def _op_kind(name: str) -> str:
-    return "p2p" if name.lower().startswith(_P2P_PREFIXES) else "collective"
-
-
-def _read_communication(ctx: _Ctx) -> None:
-    doc = _load_json(ctx, "communication.json")
-    if doc is None:
-        return
-    # Columns, not row dicts: the table goes to `Profile.set` as Arrow (no pandas frame).
-    cols: dict[str, list] = {c: [] for c in ("step", "name", "group", "kind", "start_us",
-                                             "transit_size_mb", *_COMM_TIME_KEYS)}
-    for step, kind, ops in _step_sections(doc):
-        for key, info in ops.items():
-            if key in ("Total Op Info", "total") or not isinstance(info, dict):
-                continue
-            name, _, group = str(key).rpartition("@")
-            if not name:
-                name, group = group, ""
-            t = info.get("Communication Time Info")
-            t = t if isinstance(t, dict) else {}  # absent or of another type: no times
-            bw = info.get("Communication Bandwidth Info") or {}
-            cols["step"].append(step)
-            cols["name"].append(name)
-            cols["group"].append(group)
-            cols["kind"].append(kind or _op_kind(name))
-            start = t.get("Start Timestamp(us)")
-            cols["start_us"].append(None if start is None else str(start))
-            cols["transit_size_mb"].append(_transit_size(bw))
-            for col, k in _COMM_TIME_KEYS.items():
-                cols[col].append(_ms_ns(t.get(k)))
-    if not cols["name"]:
-        return
-    # One vectorized parse: exact for decimal text, floats keep what they have.
-    start_ns = us_text_to_ns(cols.pop("start_us"))
-    table = pa.table({
-        "step": pa.array(cols.pop("step"), pa.int64()),
-        **{c: pa.array(cols.pop(c), pa.string()) for c in ("name", "group", "kind")},
-        "transit_size_mb": pa.array(cols.pop("transit_size_mb"), pa.float64()),
-        **{c: pa.array(v, pa.int64()) for c, v in cols.items()},
-        "start_ns": pa.array(start_ns),
-    })
-    ctx.profile.set("communication_ops", table)
-
-
-def _transit_size(bw: dict) -> float:
-    """Total MB moved: RDMA + SDMA (SDMA already aggregates HCCS/PCIE/SIO)."""
-    if not isinstance(bw, dict):
-        return float("nan")
-
-    def size(t):
-        v = bw.get(t)
-        return _f(v.get("Transit Size(MB)")) if isinstance(v, dict) else float("nan")
-
-    total = 0.0
-    seen = False
-    parts = ["RDMA"] + (["SDMA"] if "SDMA" in bw else ["HCCS", "PCIE", "SIO"])
-    for t in parts:
-        v = size(t)
-        if np.isfinite(v):
-            total += v
-            seen = True
-    return total if seen else float("nan")
-
-
-def _read_communication_matrix(ctx: _Ctx) -> None:
-    doc = _load_json(ctx, "communication_matrix.json")
-    if doc is None:
-        return
-    rows = []
-    for step, kind, ops in _step_sections(doc):
-        for key, links in ops.items():
-            if not isinstance(links, dict):
-                continue
-            key = str(key)
-            head, _, group = key.rpartition("@")
-            aggregate = key == "total" or head.endswith("-total")
-            for link, info in links.items():
-                if not isinstance(info, dict):
-                    continue
-                src, _, dst = str(link).partition("-")
-                s, d = _int_or_none(src), _int_or_none(dst)
-                if s is None:
-                    continue
-                op_name = str(info.get("Op Name") or (head if not aggregate else ""))
-                rows.append({
-                    "step": step,
-                    "op": key,
-                    "src_rank": s,
-                    "dst_rank": s if d is None else d,
-                    "transport": str(info.get("Transport Type") or ""),
-                    "transit_size_mb": _f(info.get("Transit Size(MB)")),
-                    "transit_ns": _ms_ns(info.get("Transit Time(ms)")),
-                    "bandwidth_gbps": _f(info.get("Bandwidth(GB/s)")),
-                    "op_name": op_name,
-                    "group": group if head else "",
-                    "kind": kind or (_op_kind(op_name) if op_name else ""),
-                    "aggregate": aggregate,
-                })
-    if not rows:
-        return
-    out = pd.DataFrame(rows)
-    out["step"] = out["step"].astype("Int64")
-    ctx.profile.set("communication_links", out, keep_extra=True)
 
 
 # --------------------------------------------------------------------------- graph mode

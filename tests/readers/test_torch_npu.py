@@ -16,7 +16,7 @@ import pytest
 
 from tb_plugin.analysis import npu_overlap
 from tb_plugin.readers import ARGS_FILE, SpanSource
-from tb_plugin.readers import torch_npu
+from tb_plugin.readers import column_conversions, torch_npu
 
 OS_PID = 12345
 DEV = 2
@@ -922,7 +922,7 @@ def test_shapes_and_stack_cleanup_match_the_rule(seed):
         cells = ["".join(pool[i] for i in rng.integers(0, len(pool), rng.integers(0, 8)))
                  for _ in range(rng.integers(1, 6))]
         series = pd.Series(cells, dtype="string")
-        assert torch_npu._shapes_text(series).tolist() == \
+        assert column_conversions.shapes_text(series).tolist() == \
             [_shapes_reference(c) for c in cells], cells
-        assert torch_npu._stack_text(series).tolist() == \
+        assert column_conversions.stack_text(series).tolist() == \
             [_stack_reference(c) for c in cells], cells
