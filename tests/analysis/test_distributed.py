@@ -62,6 +62,30 @@ def test_rank_summary_npu_uses_step_trace_breakdown_and_groups_ops():
                            "time_us": 0.001, "entries": 1}]
 
 
+def test_rank_summary_groups_ops_by_type_and_group_in_sorted_order():
+    """Several op types and groups, given out of order: one row per (type, group) sorted by
+    type then group; times summed exactly; sizes summed over finite values only, None for a
+    group with none."""
+    p = Profile(meta={"producer": "torch_npu", "device": "npu", "rank": 0})
+    p.set("communication_ops", pd.DataFrame({
+        "step": pd.array([1] * 6, dtype="Int64"),
+        "name": ["hcom_broadcast__9_0_1", "hcom_allReduce__1_0_1", "hcom_allReduce__2_0_1",
+                 "hcom_allReduce__3_0_1", "hcom_broadcast__8_0_1", "hcom_allGather__4_0_1"],
+        "group": ["g1", "g1", "g0", "g1", "g1", ""],
+        "kind": ["collective"] * 6, "start_ns": [0] * 6,
+        "elapse_ns": [1_000, 2_000, 4_000, 8_000, 16_000, 32_000],
+        "transit_ns": [1, 2, 3, 4, 5, 6], "wait_ns": [0] * 6, "sync_ns": [0] * 6,
+        "idle_ns": [0] * 6,
+        "transit_size_mb": [np.nan, 1.5, 0.25, np.inf, np.nan, 2.0]}))
+    ops = rank_summary.rank_summary(p)["comm_ops"]
+    assert [(o["name"], o["group"], o["calls"]) for o in ops] == [
+        ("allGather", "", 1), ("allReduce", "g0", 1), ("allReduce", "g1", 2),
+        ("broadcast", "g1", 2)]
+    assert [o["total_us"] for o in ops] == [32.0, 4.0, 10.0, 17.0]
+    assert [o["transit_us"] for o in ops] == [0.006, 0.003, 0.006, 0.006]
+    assert [o["size_mb"] for o in ops] == [2.0, 0.25, 1.5, None]
+
+
 def test_gpu_breakdown_from_kernels():
     p = Profile(meta={"producer": "kineto", "device": "gpu", "rank": 0})
     p.set("steps", pd.DataFrame({"step": [5], "start_ns": [0], "end_ns": [100], "total_ns": [100]}))
