@@ -298,6 +298,9 @@ def distribution(calls: pd.DataFrame) -> pd.DataFrame:
                                        "p50", "p75", "p95", "max", "hist"])
 
 
+_COUNT_COLUMNS = ("pmu_calls", "block_dim_mismatch_calls")  # counts: integers, NA = none
+
+
 def table_with_counters(profile: Profile, group_by: str = "name", step: int | None = None,
                         bound_ratio: float | None = None) -> pd.DataFrame:
     """`kernels.table` plus the groups' PMU counter columns (`table`; empty cells for
@@ -338,6 +341,3 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
         if str(out[col].dtype) != "Int64":
             out[col] = out[col].astype("Int64")
     return out
-
-
-_COUNT_COLUMNS = ("pmu_calls", "block_dim_mismatch_calls")

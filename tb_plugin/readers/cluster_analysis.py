@@ -44,7 +44,7 @@ from . import SpanSource
 from . import columns as C
 from .context import ReadContext, run_steps
 from .column_conversions import DIALECTS, convert
-from .communication_json import COMM_TIME_KEYS, op_kind, transit_size
+from .communication_json import op_row, ops_table, transit_size
 from .json_numbers import ms_to_ns, number
 from .us_text import us_text_to_ns
 
@@ -228,21 +228,6 @@ def _sections(doc: dict):
                     yield sid, str(key), value
 
 
-def _comm_row(step, key: str, info: dict) -> dict:
-    """One communication.json op entry as a communication_ops row (torch_npu's fields)."""
-    name, _, group = key.rpartition("@")
-    if not name:
-        name, group = group, ""
-    t = info.get("Communication Time Info")
-    t = t if isinstance(t, dict) else {}
-    row = {"step": step, "name": name, "group": group, "kind": op_kind(name),
-           "start_us": t.get("Start Timestamp(us)"),
-           "transit_size_mb": transit_size(info.get("Communication Bandwidth Info") or {})}
-    for col, k in COMM_TIME_KEYS.items():
-        row[col] = ms_to_ns(t.get(k))
-    return row
-
-
 def _split_comm(doc: dict) -> dict:
     by_rank: dict = {}
     for step, key, per_rank in _sections(doc):
@@ -251,7 +236,7 @@ def _split_comm(doc: dict) -> dict:
         for rank, info in per_rank.items():
             r = _rank_of(rank)
             if r is not None and isinstance(info, dict):
-                by_rank.setdefault(r, []).append(_comm_row(step, key, info))
+                by_rank.setdefault(r, []).append(op_row(step, key, info))
     return by_rank
 
 
@@ -260,11 +245,7 @@ def _read_communication(ctx: _Ctx) -> None:
     rows = (by_rank or {}).get(ctx.rank, []) if by_rank is not None else _db_comm(ctx)
     if not rows:
         return
-    out = pd.DataFrame(rows)
-    out["step"] = out["step"].astype("Int64")
-    starts = out.pop("start_us")
-    out["start_ns"] = us_text_to_ns([None if v is None else str(v) for v in starts])
-    ctx.profile.set("communication_ops", out)
+    ctx.profile.set("communication_ops", ops_table(rows))
 
 
 def _query_comm(ctx: _Ctx) -> list[dict]:
@@ -295,7 +276,7 @@ def _query_comm(ctx: _Ctx) -> list[dict]:
             "Start Timestamp(us)": r.start_us, "Elapse Time(ms)": r.elapse_ms,
             "Transit Time(ms)": r.transit_ms, "Wait Time(ms)": r.wait_ms,
             "Synchronization Time(ms)": r.sync_ms, "Idle Time(ms)": r.idle_ms}}
-        row = _comm_row(_step_id(r.step), f"{r.op}@{r.group or ''}", info)
+        row = op_row(_step_id(r.step), f"{r.op}@{r.group or ''}", info)
         row["transit_size_mb"] = sizes.get((r.step, r.op, r.group), float("nan"))
         rows.append(row)
     return rows

@@ -106,19 +106,12 @@ def _conv(s, conv: str, dialect: Dialect):
 
 
 def column_floats(s) -> np.ndarray:
-    """Text column -> float64 (NaN for missing), through pyarrow; junk cells -> NaN."""
-    if isinstance(s, pa.ChunkedArray):
-        try:
-            return s.cast(pa.float64()).to_numpy()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return to_float(column_series(s))
-    if s.dtype.kind in "fiu":
+    """Column -> float64 (NaN for missing); text as `to_float` parses it
+    (`columns.parse_numbers`: one Arrow cast when every cell is a plain number)."""
+    if not isinstance(s, pa.ChunkedArray) and s.dtype.kind in "fiu":
         return s.to_numpy(dtype=np.float64, na_value=np.nan)
-    try:
-        arr = pa.array(s.astype("string"), from_pandas=True).cast(pa.float64())
-        return arr.to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
-        return to_float(s)
+    return C.parse_numbers(s if isinstance(s, pa.ChunkedArray) else s.astype("string"),
+                           to_float)
 
 
 def column_us_ns(s) -> np.ndarray:
@@ -163,11 +156,10 @@ def _frames_on_lines(a: pa.Array) -> pa.Array:
     every LF and every CR of the column is part of one (or every LF of a `;\n`, and no CR),
     the regex replaces exactly those, and one literal pass does the same at a third of
     the cost (two columns of every operator file); any other mix takes the regex."""
-    lf = _count(a, "\n")
-    for sep in (";\r\n", ";\n"):
-        n = _count(a, sep)
-        if n == lf and _count(a, "\r") == (n if sep == ";\r\n" else 0):
-            return pc.replace_substring(a, sep, "\n")
+    lf, cr = _count(a, "\n"), _count(a, "\r")
+    sep = ";\r\n" if cr else ";\n"
+    if _count(a, sep) == lf and cr in (0, lf):
+        return pc.replace_substring(a, sep, "\n")
     return pc.replace_substring_regex(a, pattern=r";?\r?\n", replacement="\n")
 
 

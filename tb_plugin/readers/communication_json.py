@@ -64,40 +64,41 @@ def read_communication(ctx: ReadContext) -> None:
     doc = _load_json(ctx, "communication.json")
     if doc is None:
         return
-    # Columns, not row dicts: the table goes to `Profile.set` as Arrow (no pandas frame).
-    cols: dict[str, list] = {c: [] for c in ("step", "name", "group", "kind", "start_us",
-                                             "transit_size_mb", *COMM_TIME_KEYS)}
-    for step, kind, ops in step_sections(doc):
-        for key, info in ops.items():
-            if key in ("Total Op Info", "total") or not isinstance(info, dict):
-                continue
-            name, _, group = str(key).rpartition("@")
-            if not name:
-                name, group = group, ""
-            t = info.get("Communication Time Info")
-            t = t if isinstance(t, dict) else {}  # absent or of another type: no times
-            bw = info.get("Communication Bandwidth Info") or {}
-            cols["step"].append(step)
-            cols["name"].append(name)
-            cols["group"].append(group)
-            cols["kind"].append(kind or op_kind(name))
-            start = t.get("Start Timestamp(us)")
-            cols["start_us"].append(None if start is None else str(start))
-            cols["transit_size_mb"].append(transit_size(bw))
-            for col, k in COMM_TIME_KEYS.items():
-                cols[col].append(ms_to_ns(t.get(k)))
-    if not cols["name"]:
-        return
-    # One vectorized parse: exact for decimal text, floats keep what they have.
-    start_ns = us_text_to_ns(cols.pop("start_us"))
-    table = pa.table({
-        "step": pa.array(cols.pop("step"), pa.int64()),
-        **{c: pa.array(cols.pop(c), pa.string()) for c in ("name", "group", "kind")},
-        "transit_size_mb": pa.array(cols.pop("transit_size_mb"), pa.float64()),
-        **{c: pa.array(v, pa.int64()) for c, v in cols.items()},
-        "start_ns": pa.array(start_ns),
+    rows = [op_row(step, str(key), info, kind)
+            for step, kind, ops in step_sections(doc) for key, info in ops.items()
+            if key not in ("Total Op Info", "total") and isinstance(info, dict)]
+    if rows:
+        ctx.profile.set("communication_ops", ops_table(rows))
+
+
+def op_row(step, key: str, info: dict, kind: str | None = None) -> dict:
+    """One op entry (`name@group` -> its time and bandwidth info) as a communication_ops row,
+    its start still as written (`start_us`, parsed for all rows at once by `ops_table`);
+    `kind` is the document's section, else the op name's (`op_kind`)."""
+    name, _, group = key.rpartition("@")
+    if not name:
+        name, group = group, ""
+    t = info.get("Communication Time Info")
+    t = t if isinstance(t, dict) else {}  # absent or of another type: no times
+    row = {"step": step, "name": name, "group": group, "kind": kind or op_kind(name),
+           "start_us": t.get("Start Timestamp(us)"),
+           "transit_size_mb": transit_size(info.get("Communication Bandwidth Info") or {})}
+    for col, k in COMM_TIME_KEYS.items():
+        row[col] = ms_to_ns(t.get(k))
+    return row
+
+
+def ops_table(rows: list[dict]) -> pa.Table:
+    """`op_row` rows as the communication_ops table, in Arrow (`Profile.set` stores it
+    without a pandas frame); the starts parsed in one call, exactly for decimal text."""
+    starts = [r["start_us"] for r in rows]
+    return pa.table({
+        "step": pa.array([r["step"] for r in rows], pa.int64()),
+        **{c: pa.array([r[c] for r in rows], pa.string()) for c in ("name", "group", "kind")},
+        "transit_size_mb": pa.array([r["transit_size_mb"] for r in rows], pa.float64()),
+        **{c: pa.array([r[c] for r in rows], pa.int64()) for c in COMM_TIME_KEYS},
+        "start_ns": pa.array(us_text_to_ns([None if v is None else str(v) for v in starts])),
     })
-    ctx.profile.set("communication_ops", table)
 
 
 def transit_size(bw: dict) -> float:

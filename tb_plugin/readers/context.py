@@ -169,5 +169,4 @@ def run_steps(ctx: ReadContext, steps: Sequence[Step]) -> Profile:
 
 
 def _step_name(step: Step) -> str:
-    name = step.__name__
-    return name[len("_read_"):] if name.startswith("_read_") else name.lstrip("_")
+    return step.__name__.lstrip("_").removeprefix("read_")  # `_read_kernels` -> kernels

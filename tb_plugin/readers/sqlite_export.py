@@ -885,8 +885,6 @@ def _step_of(values: pd.Series) -> pd.array:
     return pd.to_numeric(text, errors="coerce").astype("Int64")
 
 
-
-
 def _kinds(kind: pd.Series | None, names: pd.Series) -> np.ndarray:
     """The db's collective / p2p, else from the op name (as the JSON reader does)."""
     by_name = np.where(names.fillna("").astype(str).str.lower().str.startswith(P2P_PREFIXES),

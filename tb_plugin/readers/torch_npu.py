@@ -136,9 +136,10 @@ def _read(span: SpanSource, work_dir: str | None, dialect: Dialect,
     steps = [
         _read_info, _read_device_info, _read_metadata, _read_trace, db_timeline, _read_kernels,
         _read_operators, _read_steps, _read_memory_records, _read_memory_allocations,
-        _read_module_memory, communication_json.read_communication, communication_json.read_communication_matrix, _read_statistics,
-        _read_aicpu, _read_mindspore_operators, sqlite_export.read_framework_db,
-        minddata.read_ascend_ms, _check_any_data, _finish_meta,
+        _read_module_memory, communication_json.read_communication,
+        communication_json.read_communication_matrix, _read_statistics, _read_aicpu,
+        _read_mindspore_operators, sqlite_export.read_framework_db, minddata.read_ascend_ms,
+        _check_any_data, _finish_meta,
     ]
     if stage == "views" and _trace_deferrable(ctx):
         steps.remove(_read_trace)
