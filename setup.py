@@ -56,7 +56,7 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": [
-            "npu_profiler = tb_plugin.plugin:NpuProfilerPlugin",
+            "npu_profiler = tb_plugin.plugin:NpuProfilerLoader",
         ],
         "console_scripts": [
             "npu-profiler = tb_plugin.cli:main",

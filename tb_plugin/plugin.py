@@ -1,8 +1,14 @@
-"""The TensorBoard plugin: wiring only (routes, activity, frontend metadata).
+"""The TensorBoard plugin: wiring only (routes, activity, frontend metadata), and its
+loader (`NpuProfilerLoader`, the entry point TensorBoard loads).
 
-This module imports nothing heavy (no pandas): TensorBoard imports it at its start, and the
-plugin starts its first reader process (which imports for ~1 s on another core) before it
-imports the rest of itself, in the constructor. The route table is built on first use.
+This module imports nothing heavy (no pandas): TensorBoard imports it at its start. Loading
+starts as soon as TensorBoard has parsed its flags (`NpuProfilerLoader.fix_flags`), not
+when TensorBoard constructs the plugin: in between, TensorBoard starts its data server and
+waits for it, 0.01 s or, when the server is not up by then, 0.5 s more
+(tensorboard/data/server_ingester.py polls at those times). Meanwhile the first reader
+process starts and imports on another core, and a thread of TensorBoard's imports the rest
+of this package and makes the Loader, which scans and sends spans to the readers. The
+route table is built on first use.
 """
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import logging
 import mimetypes
 import os
 import posixpath
+import threading
 
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
@@ -60,23 +67,90 @@ def _method_not_allowed():
     return resp
 
 
+def plugin_logdir(tensorboard_logdir: str | None) -> str:
+    """The logdir this plugin reads: $NPU_PROFILER_LOGDIR, else TensorBoard's --logdir.
+
+    A local path or any fsspec URL (s3://, gs://, hdfs://, az://, ...): TensorBoard hands
+    --logdir over as given, and the loader's storage layer (storage.py) lists and mirrors
+    a URL, so TensorBoard's own reading of it (its other plugins) is independent of ours:
+    a failure there never reaches this plugin, nor ours it."""
+    return os.environ.get(LOGDIR_ENV) or tensorboard_logdir or ""
+
+
+def start_loader(logdir: str):
+    """A started Loader of `logdir`: the first reader process is started first (it imports
+    for ~0.6 s on another core while this process imports the loader, ~0.7 s), then the
+    Loader, whose first scan sends the spans to the readers."""
+    readers = dask_pool.start_pool(warm=bool(logdir))
+    from .loading.loader import Loader
+
+    loader = Loader(logdir, readers=readers)
+    loader.start()
+    return loader
+
+
+class EarlyStart:
+    """`start_loader(logdir)` run in a thread, from when TensorBoard has parsed its flags
+    until the plugin takes its result (`loader()`)."""
+
+    def __init__(self, logdir: str):
+        self.logdir = logdir
+        self._loader = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="npu-profiler-early-start",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._loader = start_loader(self.logdir)
+            routes()  # (the route modules' imports, before the plugin's first request)
+        except BaseException as exc:  # raised again where the plugin is made
+            self._error = exc
+
+    def loader(self):
+        """The started Loader (waits for the thread); raises what starting it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._loader
+
+
+class NpuProfilerLoader(base_plugin.TBLoader):
+    """The plugin's entry point (setup.py): TensorBoard calls `fix_flags` once it has parsed
+    the flags of `tensorboard serve` (only then: not for --help), which starts loading
+    (`EarlyStart`), and `load` later, when it makes its application."""
+
+    def __init__(self):
+        self._early: EarlyStart | None = None
+
+    def fix_flags(self, flags) -> None:
+        if getattr(flags, "inspect", False) or getattr(flags, "version_tb", False):
+            return  # TensorBoard prints and exits: nothing will be served
+        logdir = plugin_logdir(getattr(flags, "logdir", ""))
+        if logdir and self._early is None:
+            self._early = EarlyStart(logdir)
+
+    def load(self, context: base_plugin.TBContext):
+        early, self._early = self._early, None
+        return NpuProfilerPlugin(context, early=early)
+
+
 class NpuProfilerPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
-    def __init__(self, context: base_plugin.TBContext):
-        # A local path or any fsspec URL (s3://, gs://, hdfs://, az://, ...): TensorBoard
-        # hands --logdir over as given, and the loader's storage layer (storage.py) lists
-        # and mirrors a URL, so TensorBoard's own reading of it (its other plugins) is
-        # independent of ours: a failure there never reaches this plugin, nor ours it.
-        self.logdir = os.environ.get(LOGDIR_ENV) or context.logdir or ""
-        # The first reader starts now, importing on another core while this process
-        # imports the loader and the routes (~0.8 s) and TensorBoard finishes starting.
-        readers = dask_pool.start_pool(warm=bool(self.logdir))
+    def __init__(self, context: base_plugin.TBContext, early: EarlyStart | None = None):
+        self.logdir = plugin_logdir(context.logdir)
+        # The early start's Loader, waited for here rather than on first use: TensorBoard's
+        # own start goes on after this (~0.4 s of CPU, zipping its web files), and in one
+        # interpreter it would slow the early start's scan, which sends the readers work.
+        loader = early.loader() if early is not None else None
+        if loader is not None and early.logdir != self.logdir:  # another logdir: not ours
+            loader.stop(terminate_readers=True)
+            loader = None
         from .http.memo import ResponseMemo
-        from .loading.loader import Loader
 
-        self.loader = Loader(self.logdir, readers=readers)
-        self.loader.start()
+        self.loader = loader or start_loader(self.logdir)
         self.memo = ResponseMemo()
 
     def is_active(self) -> bool:
@@ -108,6 +182,7 @@ class NpuProfilerPlugin(base_plugin.TBPlugin):
         def app(request):
             if request.method not in ALLOWED_METHODS:
                 return _method_not_allowed()
+
             def compute():
                 key = memo.key(route, request, loader)
                 response = memo.get(key)
