@@ -384,7 +384,7 @@ class ProfileCache:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
             with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
+                fh.write(json.dumps(doc))  # (`dumps` runs the C encoder, `dump` Python's)
             os.replace(tmp, path)
         except OSError:
             return
@@ -498,7 +498,7 @@ def write_profile(directory: str, profile: Profile) -> None:
     with open(tmp, "w", encoding="utf-8") as fh:
         # Values copied from the producer's files are JSON already; anything else is kept
         # as its repr rather than losing the entry.
-        json.dump(doc, fh, default=repr)
+        fh.write(json.dumps(doc, default=repr))  # (the C encoder; `dump` runs Python's)
     os.replace(tmp, os.path.join(directory, META_FILE))
 
 
