@@ -79,6 +79,24 @@ def test_sorted_by_host_self_without_device_time():
     assert operators.default_sort(_profile()) == "-device_self_us"
 
 
+@pytest.mark.parametrize("device, expected", [
+    ((0, 0), False),          # host time only
+    ((0, 12100), True),       # only a total (an op whose device time is all in children)
+    ((10, 10), True),
+])
+def test_device_time_read_from_the_cache_file(tmp_path, device, expected):
+    """The question is answered from the entry's file (two columns, no frame loaded) the
+    same as from the frame it was written from."""
+    from tb_plugin.cache import open_profile, write_profile
+
+    rows = [r[:5] + (0, 0) for r in ROWS[:-1]] + [ROWS[-1][:5] + device]
+    write_profile(str(tmp_path), _profile(rows))
+    on_disk = open_profile(str(tmp_path))
+    assert operators.has_device_time(on_disk) is expected
+    assert "operators" not in on_disk.tables  # not loaded to answer it
+    assert operators.has_device_time(_profile(rows)) is expected
+
+
 def test_stacks_grouped_most_calls_first():
     got = operators.stacks(_profile(), "aten::mm")
     by_stack = defaultdict(lambda: [0, 0, 0])
