@@ -246,9 +246,11 @@ def import_and_freeze() -> None:
     are forked from (loading/reader_preload.py), whose readers then start prepared."""
     global _prepared
     _prepared = True
-    from .. import readers  # noqa: F401
+    from .. import readers
     from ..advisor import runs  # noqa: F401
     from ..analysis import derive, dispatch, trace_index  # noqa: F401
+
+    readers.import_readers()
 
     # No collection first: the imports leave ~750 unreachable objects (~190 KB) that a full
     # collection of ~118,000 objects would take 27 ms to find, on the path of every reader's

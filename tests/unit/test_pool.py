@@ -177,9 +177,10 @@ def _arrow_pool_readers_get() -> str:
 
 def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_environment(
         monkeypatch):
-    """A reader from the fork server starts with the load stages imported and frozen out
-    of the collector's view (reader_preload.py), and with the environment of the process
-    whose pool started it, even when that changed after the fork server had started."""
+    """A reader from the fork server starts with the load stages and every reader module
+    imported and frozen out of the collector's view (reader_preload.py), and with the
+    environment of the process whose pool started it, even when that changed after the
+    fork server had started."""
     from tb_plugin import spawned
 
     if "forkserver" not in spawned.multiprocessing.get_all_start_methods():
@@ -195,9 +196,13 @@ def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_enviro
     try:
         state = pool.submit(reader_state, "tb_plugin.analysis.trace_index",
                             "NPU_PROFILER_TEST_MARK", os.getpid()).result(timeout=120)
+        reader_modules = [pool.submit(reader_state, f"tb_plugin.readers.{module}",
+                                      "NPU_PROFILER_TEST_MARK", os.getpid()).result(timeout=120)
+                          for module in ("torch_npu", "msprof", "kineto", "cluster_analysis")]
     finally:
         pool.shutdown()
     assert state["imported"] is True
+    assert all(s["imported"] for s in reader_modules)  # every reader of the registry
     assert state["frozen"] > 1000
     assert state["collecting"] is True  # the collector is off only while the server imports
     assert state["arrow_pool"] == _arrow_pool_readers_get()
