@@ -255,6 +255,8 @@ def main() -> int:
             subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "generate.py"), "--out", logdir,
                             "--large", "--trace-mb", str(a.trace_mb)], check=True)
     sizes = R._trace_sizes(logdir)
+    # Results named by the trace measured (a --logdir's, not --trace-mb's default).
+    label_mb = round(max(sizes)) if sizes else a.trace_mb
     report = {"logdir": os.path.relpath(logdir, ROOT), "trace_mb": [round(s) for s in sizes],
               "machine": R.machine(), "rev": R.our_git_rev()}
     # Each run's cache is removed when it is done: a 1 GB trace's entry is 1.1 GB, and a
@@ -273,9 +275,9 @@ def main() -> int:
                 report["user"].append(user_paint(logdir, cache, a.timeout))
     if a.peer:
         site = R.ensure_peer()
-        report["peer"] = R.measure(R.Peer(site), logdir, a.timeout, f"trace-peer-{a.trace_mb}")
+        report["peer"] = R.measure(R.Peer(site), logdir, a.timeout, f"trace-peer-{label_mb}")
         report["peer_version"] = R.peer_version()
-    path = os.path.join(R.RESULTS, f"trace-{a.trace_mb}mb-{int(time.time())}.json")
+    path = os.path.join(R.RESULTS, f"trace-{label_mb}mb-{int(time.time())}.json")
     with open(path, "w") as fh:
         json.dump(report, fh, indent=1)
     R.log(f"wrote {path}")

@@ -102,7 +102,6 @@ def summary(profile: Profile, max_points: int = 2000) -> dict:
         raise ValueError(f"max_points must be >= {MIN_POINTS}")
     rec = profile.table("memory_records")
     mod = profile.table("module_memory")
-    allocs = profile.table("memory_allocations")
     curves = []
     per_device: dict[str, dict[str, dict]] = {}
     component_peaks = []
@@ -174,7 +173,11 @@ def summary(profile: Profile, max_points: int = 2000) -> dict:
     component_peaks.sort(key=lambda p: (p["device"], -(p["peak_reserved_mb"] or 0.0),
                                         p["component"]))
     start = None
-    for table, col in ((rec, "ts_ns"), (allocs, "alloc_ns"), (mod, "ts_ns")):
+    for name, col in (("memory_records", "ts_ns"), ("memory_allocations", "alloc_ns"),
+                      ("module_memory", "ts_ns")):
+        # (the allocations' frame, thousands of named rows, is made only when no record has
+        # a time: a reader making this view's first answer needs none of it otherwise)
+        table = profile.table(name)
         if len(table):
             start = float(table[col].to_numpy(dtype=np.int64).min() / 1000.0)
             break

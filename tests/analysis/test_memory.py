@@ -146,6 +146,33 @@ def _alloc_profile():
     return p
 
 
+def test_start_from_records_then_allocations_then_module_memory(tmp_path):
+    """`start_us` is the first memory record's time; without records the first allocation's,
+    then the first module sample's. From an entry on disk, the allocations' frame is made
+    only when no record has a time."""
+    from tb_plugin.cache import open_profile, write_profile
+
+    both, _ = _profile()  # records (first at T0) and module memory (first at T0 - 10 us)
+    both.set("memory_allocations", _alloc_profile().table("memory_allocations"))
+    (tmp_path / "all").mkdir()
+    write_profile(str(tmp_path / "all"), both)
+    entry = open_profile(str(tmp_path / "all"))
+    assert memory.summary(entry)["start_us"] == T0 / 1000
+    assert "memory_allocations" not in entry.tables  # not loaded: records gave the start
+
+    no_records = _alloc_profile()
+    no_records.set("module_memory", both.table("module_memory"))
+    (tmp_path / "allocs").mkdir()
+    write_profile(str(tmp_path / "allocs"), no_records)
+    first_alloc = min(r[1] for r in ALLOCS)
+    assert memory.summary(open_profile(str(tmp_path / "allocs")))["start_us"] == \
+        (T0 + first_alloc) / 1000
+
+    module_only = Profile()
+    module_only.set("module_memory", both.table("module_memory"))
+    assert memory.summary(module_only)["start_us"] == (T0 - 10_000) / 1000
+
+
 def _window(start, end):
     """Names live in [start, end] (µs offsets from T0), computed independently."""
     names = []
