@@ -55,10 +55,22 @@ def write_arrow(path: str, table) -> None:
     # read back and replaced); truncating that file in place would pull the pages from
     # under it.
     tmp = _aside(path)
-    with pa.OSFile(tmp, "wb") as sink:
+    with _ipc_sink(tmp) as sink:
         with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table, max_chunksize=1 << 20)
     os.replace(tmp, path)
+
+
+# Arrow's IPC writer hands the file each buffer and its padding as a write of its own: ~50
+# system calls for a table of a few dozen columns, ~560 per small profile's views stage.
+# Buffered, the same bytes go out in a few (a span's seven main tables: 3.1 -> 2.1 ms of CPU).
+_WRITE_BUFFER = 1 << 20
+
+
+def _ipc_sink(path: str):
+    import pyarrow as pa
+
+    return pa.BufferedOutputStream(pa.OSFile(path, "wb"), buffer_size=_WRITE_BUFFER)
 
 
 def write_columns(path: str, columns: dict) -> None:
@@ -73,7 +85,7 @@ def write_columns(path: str, columns: dict) -> None:
               for a in arrays]
     batch = pa.record_batch(arrays, names=list(columns))
     tmp = _aside(path)
-    with pa.OSFile(tmp, "wb") as sink:
+    with _ipc_sink(tmp) as sink:
         with pa.ipc.new_file(sink, batch.schema) as writer:
             writer.write_batch(batch)
     os.replace(tmp, path)
