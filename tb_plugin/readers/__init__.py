@@ -82,14 +82,19 @@ READERS = {
 STAGED = {"torch_npu", "mindspore"}
 
 
+def _reader_module(module: str):
+    """The reader module `module` of `READERS` (imported on first use)."""
+    import importlib
+
+    return importlib.import_module(f"{__name__}.{module}")
+
+
 def import_readers() -> None:
     """Import every reader module of `READERS`: the fork server the reader processes are
     forked from does (loading/build.py `import_and_freeze`), so that each reader does not
     import its reader (~15 ms for torch_npu and what it uses) on its first span again."""
-    import importlib
-
     for module in sorted({module for module, _ in READERS.values()}):
-        importlib.import_module(f"{__name__}.{module}")
+        _reader_module(module)
 
 
 def read(span: SpanSource, work_dir: str | None = None, stage: str = "all"):
@@ -98,10 +103,8 @@ def read(span: SpanSource, work_dir: str | None = None, stage: str = "all"):
     stage: "all" reads everything; "views" may leave the trace for later (the reader sets
     meta.trace_deferred) so the views are ready sooner; "trace" reads only the trace.
     """
-    import importlib
-
     module, func = READERS[span.producer]
-    fn = getattr(importlib.import_module(f"{__name__}.{module}"), func)
+    fn = getattr(_reader_module(module), func)
     if span.producer in STAGED:
         return fn(span, work_dir, stage=stage)
     if stage == "trace":
@@ -113,9 +116,7 @@ def deferred_trace(span: SpanSource) -> str | None:
     """The trace file this span's views stage leaves to the timeline stage (`read` with
     stage="views" sets meta.trace_deferred for it), or None: the same decision, made
     without reading anything but the span's file list."""
-    import importlib
-
     if span.producer not in STAGED:
         return None
     module, _ = READERS[span.producer]
-    return importlib.import_module(f"{__name__}.{module}").deferred_trace(span)
+    return _reader_module(module).deferred_trace(span)
