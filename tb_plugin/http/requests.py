@@ -33,6 +33,17 @@ def profile_result(prof: Profile, key: str, fn, **kwargs):
     return _results.get_or_compute(memo_key, lambda: stored.result(prof, fn, **kwargs))
 
 
+def profile_document(prof: Profile, key: str, fn, **kwargs):
+    """`profile_result` for a route that sends the analysis' JSON document as it is: a
+    stored document comes as its JSON text (`stored.document`), which `json_response`
+    writes out unchanged."""
+    from ..analysis import stored
+
+    memo_key = (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
+                tuple(sorted(kwargs.items())), "document")
+    return _results.get_or_compute(memo_key, lambda: stored.document(prof, fn, **kwargs))
+
+
 # ---- profile lookup --------------------------------------------------------------------
 
 def _resolve(loader: Loader, args, prefix: str = ""):

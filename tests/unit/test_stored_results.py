@@ -162,3 +162,58 @@ def test_results_whose_tables_the_timeline_stage_rewrites_are_made_again(built, 
     again = stored.inputs_state(fresh)
     stored.refresh(fresh, fresh.directory, again)
     assert os.stat(kernels_file).st_mtime_ns == after.st_mtime_ns
+
+
+def test_a_stored_document_is_sent_as_written_and_is_the_computed_answer(built):
+    """The overview's and memory view's routes send a stored document's bytes as they are
+    (`profile_document`): the body is the file, and it is the body of the answer computed
+    from the finished entry; other arguments are computed."""
+    import msgspec
+
+    from tb_plugin.analysis import memory
+    from tb_plugin.http.requests import profile_document
+    from tb_plugin.http.responses import json_response
+
+    cache, spans = built
+    docs = {"overview-steps": (overview.steps, {}), "overview-summary": (overview.summary, {}),
+            "memory": (memory.summary, {"max_points": 2000})}
+    sent = {name: 0 for name in docs}
+    _results.clear()
+    for span, key in spans:
+        prof = cache.load(key)
+        names = prof.meta.stored_results or {}
+        for name, (fn, kwargs) in docs.items():
+            body = json_response(profile_document(prof, key, fn, **kwargs)).get_data()
+            expected = json_response(fn(cache.load(key), **kwargs)).get_data()
+            assert body == expected, (span.root, name)
+            if names.get(name) == "json":
+                with open(os.path.join(prof.directory, f"stored-{name}.json"), "rb") as fh:
+                    assert body == fh.read()
+                assert isinstance(profile_document(prof, key, fn, **kwargs), msgspec.Raw)
+                sent[name] += 1
+    assert all(n >= len(spans) // 2 for n in sent.values()), sent
+    # Another point budget is not stored: computed, a value (not JSON text).
+    span, key = next((s, k) for s, k in spans if "memory" in
+                     (cache.load(k).meta.stored_results or {}))
+    prof = cache.load(key)
+    other = profile_document(prof, key, memory.summary, max_points=100)
+    assert isinstance(other, dict) and other == memory.summary(cache.load(key), max_points=100)
+    _results.clear()
+
+
+def test_a_damaged_stored_document_is_computed_instead(built, caplog):
+    cache, spans = built
+    span, key = next((s, k) for s, k in spans
+                     if (cache.load(k).meta.stored_results or {}).get("overview-steps") == "json")
+    path = os.path.join(cache.load(key).directory, "stored-overview-steps.json")
+    original = open(path, "rb").read()
+    try:
+        with open(path, "wb") as fh:
+            fh.write(original[: len(original) - 2])  # cut: no longer one JSON value
+        with caplog.at_level(logging.WARNING, logger="tb_plugin.analysis.stored"):
+            got = stored.document(cache.load(key), overview.steps)
+        assert "unreadable" in caplog.text
+    finally:
+        with open(path, "wb") as fh:
+            fh.write(original)
+    assert got == overview.steps(cache.load(key))
