@@ -22,8 +22,8 @@ import threading
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 
+from .lazy import pd
 from .table_files import (arrow_to_frame, read_table, spill_directory, table_path,
                           write_arrow, write_table)
 

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+from .lazy import pd
 
 if TYPE_CHECKING:
     from .model import Profile

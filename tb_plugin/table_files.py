@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-import pandas as pd
+from .lazy import pd
 
 
 # Reader processes set this (see `spilling`): tables a reader sets are written to disk at

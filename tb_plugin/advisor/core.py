@@ -13,10 +13,10 @@ import re
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 
 from ..analysis import name_text
 from ..analysis.kernels import is_gpu, view_rows
+from ..lazy import pd
 from ..model import Profile
 from .thresholds import Thresholds
 

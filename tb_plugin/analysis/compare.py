@@ -24,8 +24,8 @@ All times in microseconds.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from ..step_categories import step_category_label
 from . import kernels, operators, overview, rank_summary

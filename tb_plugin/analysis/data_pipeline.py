@@ -26,8 +26,8 @@ import re
 from typing import Mapping
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 
 TABLES = ("pipeline_ops", "pipeline_queues", "pipeline_summary")

@@ -13,8 +13,8 @@ cached with the tables and requests never recompute them:
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import step_windows

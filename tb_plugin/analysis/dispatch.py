@@ -35,9 +35,9 @@ import contextlib
 import threading
 
 import numpy as np
-import pandas as pd
 
 from ..cache import DerivedStore
+from ..lazy import pd
 from ..model import Profile
 from ..step_windows import step_windows
 from . import name_text

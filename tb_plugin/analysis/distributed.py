@@ -15,8 +15,8 @@ import math
 import warnings
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..step_categories import step_category_label
 from .distributed_findings import findings
 from .rank_summary import CATEGORIES, Steps

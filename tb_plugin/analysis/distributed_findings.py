@@ -24,8 +24,8 @@ Thresholds come from the advisor's table (`tb_plugin.advisor.thresholds`).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from .rank_summary import PAIRS, Collectives
 
 # Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.

@@ -30,8 +30,8 @@ Definitions (docs/http_api.md `kernels`, `kernels/pmu`):
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from ..readers import columns as C
 from . import kernels as kernels_view

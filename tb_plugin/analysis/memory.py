@@ -29,8 +29,8 @@ Timestamps are absolute microseconds (ns / 1000, floats); sizes MB, allocation s
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from .tables import key_codes
 

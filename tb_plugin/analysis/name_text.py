@@ -20,7 +20,7 @@ import re
 import weakref
 
 import numpy as np
-import pandas as pd
+from ..lazy import pd
 
 # id(categories) -> [weak reference to them, their text, which names are printable ASCII,
 # and once asked for, the text with "" appended (codes_text)]

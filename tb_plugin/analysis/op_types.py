@@ -16,8 +16,8 @@ All times in microseconds.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from .kernels import view_rows
 

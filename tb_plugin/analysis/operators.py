@@ -22,9 +22,9 @@ All times in microseconds (ns / 1000).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pyarrow.compute as pc
 
+from ..lazy import pd
 from ..model import Profile
 from .tables import key_codes
 
@@ -50,8 +50,13 @@ def has_device_time(profile: Profile) -> bool:
     whole table (call stacks included) was ~4 ms of TensorBoard's first answer there."""
     if not profile.has("operators"):
         return False
-    return any(pc.any(pc.greater(profile.arrow_column("operators", col), 0)).as_py()
-               for col in ("device_self_ns", "device_total_ns"))
+    for col in ("device_self_ns", "device_total_ns"):
+        # (the largest value, NaN and nulls aside: comparing with a Python 0 would make an
+        # Arrow scalar of it, for which pyarrow imports pandas: lazy.py)
+        top = pc.max(profile.arrow_column("operators", col)).as_py()
+        if top is not None and top > 0:
+            return True
+    return False
 
 
 def default_sort(profile: Profile) -> str:

@@ -14,8 +14,8 @@ All times in microseconds (ns / 1000).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from ..step_categories import step_category_label
 from . import step_phases

@@ -39,9 +39,9 @@ import threading
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..cache import DerivedStore
+from ..lazy import pd
 from ..lru import LRU
 from ..model import Profile
 from ..step_categories import NPU_STEP_CATEGORIES, category_names

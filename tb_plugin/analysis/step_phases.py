@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
+from ..lazy import pd
 from ..model import AVERAGE_STEP, Profile
 from . import name_text
 

@@ -31,8 +31,8 @@ import os
 from typing import Any, Callable
 
 import msgspec
-import pandas as pd
 
+from ..lazy import pd
 from ..model import Profile
 from ..table_files import WRITE_ASIDE, read_table, table_path, write_table
 from . import kernel_counters, memory, operators, overview
@@ -189,11 +189,12 @@ def write_all(profile: Profile, directory: str) -> dict[str, str]:
     return written
 
 
-def read(profile: Profile, stored: Stored, as_json: bool = False):
+def read(profile: Profile, stored: Stored, raw: bool = False):
     """The stored result of `stored` for this profile's entry, or None (not stored, or
-    unreadable: the caller computes it). `as_json`: a JSON document comes as its text
-    (`msgspec.Raw`, checked to be one whole JSON value but not decoded), for a caller that
-    only sends it on: the same bytes the decoded value encodes to, without building it."""
+    unreadable: the caller computes it). `raw`: as stored, for a caller that only sends it
+    on: a JSON document as its text (`msgspec.Raw`, checked to be one whole JSON value but
+    not decoded: the bytes its value encodes to), a table as its Arrow table (memory-mapped,
+    no pandas frame)."""
     directory = profile.directory
     if not directory:
         return None
@@ -202,34 +203,39 @@ def read(profile: Profile, stored: Stored, as_json: bool = False):
         return None
     try:
         if names[stored.name] == "arrow":
-            return read_table(profile.local_file(_path(directory, stored, ".arrow")))
+            path = profile.local_file(_path(directory, stored, ".arrow"))
+            return _arrow_file(path) if raw else read_table(path)
         with open(profile.local_file(_path(directory, stored, ".json")), "rb") as fh:
             data = fh.read()
-        return msgspec.json.decode(data, type=msgspec.Raw) if as_json else \
-            msgspec.json.decode(data)
+        return msgspec.json.decode(data, type=msgspec.Raw) if raw else msgspec.json.decode(data)
     except Exception:  # a missing or damaged file: computed again
         log.warning("stored result %s of %s unreadable (computed instead)", stored.name,
                     directory, exc_info=True)
         return None
 
 
+def _arrow_file(path: str):
+    import pyarrow as pa
+
+    return pa.ipc.open_file(pa.memory_map(path)).read_all()
+
+
 def result(profile: Profile, fn: Callable, **kwargs):
     """`fn(profile, **kwargs)`, read from the entry when it is a stored analysis."""
-    return _result(profile, fn, kwargs, as_json=False)
-
-
-def document(profile: Profile, fn: Callable, **kwargs):
-    """`result` for a caller that only serializes it: a stored JSON document comes as its
-    text (`read(..., as_json=True)`); anything else as `result` gives it. Why: decoding a
-    view's stored document only to encode it again cost TensorBoard ~1.7 ms per first memory
-    view of a span (87 KB of curves), a twelfth of that checked undecoded."""
-    return _result(profile, fn, kwargs, as_json=True)
-
-
-def _result(profile: Profile, fn: Callable, kwargs: dict, as_json: bool):
     stored = lookup(fn, kwargs)
     if stored is not None:
-        value = read(profile, stored, as_json=as_json)
+        value = read(profile, stored)
         if value is not None:
             return value
     return fn(profile, **kwargs)
+
+
+def raw_read(profile: Profile, fn: Callable, **kwargs):
+    """The stored result `fn(profile, **kwargs)` is, as stored (`read(..., raw=True)`: JSON
+    text, an Arrow table), or None when it is not stored or unreadable (the caller computes
+    it). For a caller that only sends the result on. Why: a view's first answer then needs
+    no decoding, and no pandas (lazy.py): decoding the memory view's stored curves (87 KB)
+    only to encode them again cost TensorBoard ~1.7 ms per span, a table's frame 1-2 ms
+    more than paging it in Arrow (tables.arrow_page)."""
+    stored = lookup(fn, kwargs)
+    return read(profile, stored, raw=True) if stored is not None else None

@@ -32,9 +32,10 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..lazy import pd
 
 # The row limits of every table route, here only (docs/http_api.md "Table parameters").
 DEFAULT_LIMIT = 1000        # rows of a JSON page when `limit` is not given
@@ -139,6 +140,89 @@ def apply(
         off = _as_int(offset if offset is not None else 0, "offset")
         out = out.iloc[off:off + lim]
     return out.reset_index(drop=True), total
+
+
+def arrow_page(table, sort: str | None, default_sort: str, limit: int | None = None,
+               offset: int = 0) -> tuple[list[dict], int] | None:
+    """A page of a table still in Arrow (a stored first answer, memory-mapped) without a
+    search: `(to_records(page), total_rows)` of `apply(frame, sort, default_sort, None, ...,
+    limit, offset)` on the frame `table_files.arrow_to_frame` makes of it, without making
+    the frame (or importing pandas: lazy.py). None where the frame is needed: a sort column
+    that is not a number or a boolean (text sorts by pandas' own rules), or a column of
+    another type than numbers, booleans and text. Raises ValueError as `apply` does.
+    The same rows as the frame's: tests/unit/test_table_pages.py."""
+    columns = [str(c) for c in table.column_names]
+    col, ascending = _parse_sort(sort if sort else default_sort, columns)
+    lim = min(DEFAULT_LIMIT if limit is None else _as_int(limit, "limit"), MAX_LIMIT)
+    off = _as_int(offset if offset is not None else 0, "offset")
+    if not columns or len(set(columns)) != len(columns):
+        return None
+    kinds = _record_kinds(table)
+    if kinds is None or not _orderable(table.schema.field(col).type):
+        return None
+    total = table.num_rows
+    if total > 1:
+        page = table.take(_stable_order(table.column(col), ascending).slice(off, lim))
+    else:
+        page = table.slice(min(off, total), lim)
+    lists = [_page_values(page.column(i), kind) for i, kind in enumerate(kinds)]
+    return [dict(zip(columns, row)) for row in zip(*lists)], total
+
+
+def _orderable(t) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _record_kinds(table) -> list[str] | None:
+    """How each column's values come out of `to_records` on the frame of `table` (pyarrow's
+    `to_pandas` with the table's pandas metadata): "float" (a float column, or an integer
+    one with a missing value and no nullable integer dtype: floats, non-finite -> None), or
+    "as is" (ints, booleans, text: Arrow's Python values, null -> None); None if a column
+    is of another type."""
+    meta = table.schema.pandas_metadata or {}
+    numpy_types = {c.get("field_name", c.get("name")): str(c.get("numpy_type", ""))
+                   for c in meta.get("columns", [])}
+    kinds = []
+    for field, column in zip(table.schema, table.columns):
+        t = field.type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+            if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+                return None
+            kinds.append("as is")
+        elif pa.types.is_floating(t):
+            kinds.append("float")
+        elif pa.types.is_integer(t):
+            nullable = numpy_types.get(field.name, "").startswith(("Int", "UInt"))
+            kinds.append("float" if column.null_count and not nullable else "as is")
+        elif (pa.types.is_boolean(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
+            kinds.append("as is")
+        else:
+            return None
+    return kinds
+
+
+def _stable_order(column, ascending: bool):
+    """Row order (an Arrow index array) of pandas' `sort_values(kind="stable",
+    na_position="last")` on a number or boolean column: present values stably sorted (ties
+    keep their order, also when descending), then the missing ones (null, NaN) in their
+    order. (Arrow arrays only: pyarrow imports pandas to make an array of Python or NumPy
+    values, or NumPy values of an array.)"""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    missing = pc.is_null(arr, nan_is_null=pa.types.is_floating(arr.type))
+    order = "ascending" if ascending else "descending"
+    if not pc.any(missing).as_py():
+        return pc.array_sort_indices(arr, order=order)
+    present = pc.indices_nonzero(pc.invert(missing))
+    ranked = pc.array_sort_indices(arr.take(present), order=order)
+    return pa.concat_arrays([present.take(ranked), pc.indices_nonzero(missing)])
+
+
+def _page_values(column, kind: str) -> list:
+    values = column.to_pylist()
+    if kind == "float":
+        return [None if v is None or not math.isfinite(v) else float(v) for v in values]
+    return values
 
 
 def _is_text(series: pd.Series) -> bool:

@@ -14,10 +14,10 @@ import threading
 import time
 
 import numpy as np
-import pandas as pd
 import regex as timed_re  # like `re`, but a match can be given a time limit and runs
                           # without the GIL, so one slow pattern cannot stall the server
 
+from ..lazy import pd
 from ..lru import LRU
 from ..model import Profile
 from ..natural_sort import natural_key

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 
 from ..int_sort import lexsort
 from . import name_text
+from ..lazy import pd
 
 
 @dataclasses.dataclass

@@ -31,9 +31,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 
 import numpy as np
-import pandas as pd
 
 from ..int_sort import lexsort
+from ..lazy import pd
 from ..model import Profile
 from ..table_files import table_path, write_columns
 from . import name_text, trace_edges

@@ -5,10 +5,9 @@ stage and kept as a derived document); the table parameters apply to its `ops`.
 """
 from __future__ import annotations
 
-import pandas as pd
-
 from ..analysis import dispatch as dispatch_view
 from ..analysis import tables
+from ..lazy import pd
 from ..loading import Loader
 from . import params
 from .requests import _resolve, profile_from

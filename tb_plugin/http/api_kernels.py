@@ -4,14 +4,14 @@ numbers come from analysis/kernels.py and analysis/kernel_counters.py.
 """
 from __future__ import annotations
 
-import pandas as pd
-
 from ..analysis import kernel_counters
 from ..analysis import op_types as op_types_view
 from ..analysis import tables
+from ..lazy import pd
 from ..loading import Loader
 from . import params
-from .requests import _results, _table_response, profile_from, profile_result
+from .requests import (_results, _table_response, arrow_table_page, profile_from,
+                       profile_raw_result, profile_result)
 from .responses import ApiError, csv_response, json_response
 
 # Columns of a counters row that stay at the top level of a JSON row (the ratios go to "pmu").
@@ -42,26 +42,34 @@ def kernels(request, loader: Loader):
     if bound is not None:
         bound = params.choice(request.args, "bound", kernel_counters.BOUND_CLASSES, "none")
     tp = params.table_params(request.args)
-    df = profile_result(prof, key, kernel_counters.table_with_counters, group_by=group_by,
-                        step=step)
-    has_counters = "bound" in df.columns
-    if bound is not None:
-        df = df[df["bound"].eq(bound).fillna(False).to_numpy(dtype=bool)] if has_counters \
-            else df.iloc[0:0]
-    try:
-        if tp["format"] == "csv":
-            page, _ = tables.apply(df, tp["sort"], "-total_us", tp["search"], group_by,
-                                   paginate=False)
-            return csv_response(tables.to_csv(page.head(tables.MAX_CSV_ROWS)),
-                                f"kernels_by_{group_by}.csv")
-        page, total = tables.apply(df, tp["sort"], "-total_us", tp["search"], group_by,
-                                   tp["limit"], tp["offset"])
-    except ValueError as exc:
-        raise ApiError(400, str(exc)) from None
-    rows = tables.to_records(page)
+    raw = profile_raw_result(prof, key, kernel_counters.table_with_counters,
+                             group_by=group_by, step=step)
+    # A stored table's first pages are cut in Arrow (no frame); the rest from the frame.
+    page = arrow_table_page(request.args, raw, "-total_us") if bound is None else None
+    if page is not None:
+        columns, rows, total = raw.column_names, page["rows"], page["total_rows"]
+    else:
+        df = profile_result(prof, key, kernel_counters.table_with_counters,
+                            group_by=group_by, step=step)
+        columns = [str(c) for c in df.columns]
+        if bound is not None:
+            df = df[df["bound"].eq(bound).fillna(False).to_numpy(dtype=bool)] \
+                if "bound" in columns else df.iloc[0:0]
+        try:
+            if tp["format"] == "csv":
+                sorted_df, _ = tables.apply(df, tp["sort"], "-total_us", tp["search"],
+                                            group_by, paginate=False)
+                return csv_response(tables.to_csv(sorted_df.head(tables.MAX_CSV_ROWS)),
+                                    f"kernels_by_{group_by}.csv")
+            page_df, total = tables.apply(df, tp["sort"], "-total_us", tp["search"], group_by,
+                                          tp["limit"], tp["offset"])
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+        rows = tables.to_records(page_df)
+    has_counters = "bound" in columns
     payload = {"total_rows": total, "offset": tp["offset"]}
     if has_counters:
-        ratio_cols = [c for c in df.columns if _is_ratio(c)]
+        ratio_cols = [c for c in columns if _is_ratio(c)]
         rows = _nest_counters(rows, ratio_cols)
         meta = prof.meta
         payload["counters"] = {

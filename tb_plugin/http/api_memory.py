@@ -7,14 +7,14 @@ from __future__ import annotations
 from ..analysis import memory as memory_view
 from ..loading import Loader
 from . import params
-from .requests import _table_response, profile_document, profile_from
+from .requests import _table_response, profile_raw_result, profile_from
 from .responses import ApiError, json_response
 
 
 def memory(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     max_points = params.integer(request.args, "max_points", default=2000, lo=10, hi=20000)
-    data = profile_document(prof, key, memory_view.summary, max_points=max_points)
+    data = profile_raw_result(prof, key, memory_view.summary, max_points=max_points)
     return json_response(data)
 
 

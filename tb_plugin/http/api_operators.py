@@ -7,15 +7,20 @@ from __future__ import annotations
 from ..analysis import operators as operators_view
 from ..loading import Loader
 from . import params
-from .requests import _table_response, profile_from, profile_result
+from .requests import (_table_response, arrow_table_page, profile_from, profile_raw_result,
+                       profile_result)
 from .responses import json_response
 
 
 def operators(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
-    df = profile_result(prof, key, operators_view.table, group_by=group_by)
     default = "-" + operators_view.default_sort(prof).lstrip("-")
+    raw = profile_raw_result(prof, key, operators_view.table, group_by=group_by)
+    page = arrow_table_page(request.args, raw, default)  # a stored table's first pages
+    if page is not None:
+        return json_response(page)
+    df = profile_result(prof, key, operators_view.table, group_by=group_by)
     return _table_response(request.args, df, default, "name", f"operators_by_{group_by}.csv")
 
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from ..analysis import overview as overview_view
 from ..loading import Loader
-from .requests import profile_document, profile_from
+from .requests import profile_raw_result, profile_from
 from .responses import json_response
 
 
 def steps(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = profile_document(prof, key, overview_view.steps)
+    data = profile_raw_result(prof, key, overview_view.steps)
     return json_response(data)
 
 
 def summary(request, loader: Loader):
     prof, key = profile_from(loader, request.args)
-    data = profile_document(prof, key, overview_view.summary)
+    data = profile_raw_result(prof, key, overview_view.summary)
     return json_response(data)
 
 

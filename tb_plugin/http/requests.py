@@ -8,9 +8,8 @@ JSON errors (404 unknown run/worker/span, 400 bad parameter, 503 still loading).
 """
 from __future__ import annotations
 
-import pandas as pd
-
 from ..analysis import tables
+from ..lazy import pd
 from ..loading import Loader
 from ..lru import LRU
 from ..model import Profile
@@ -33,15 +32,16 @@ def profile_result(prof: Profile, key: str, fn, **kwargs):
     return _results.get_or_compute(memo_key, lambda: stored.result(prof, fn, **kwargs))
 
 
-def profile_document(prof: Profile, key: str, fn, **kwargs):
-    """`profile_result` for a route that sends the analysis' JSON document as it is: a
-    stored document comes as its JSON text (`stored.document`), which `json_response`
-    writes out unchanged."""
+def profile_raw_result(prof: Profile, key: str, fn, **kwargs):
+    """`profile_result` for a route that sends the result on: a stored result as stored
+    (`stored.raw_read`: JSON text, which `json_response` writes out unchanged, or an Arrow
+    table, paged by `arrow_table_page`), else `profile_result`'s value."""
     from ..analysis import stored
 
     memo_key = (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
-                tuple(sorted(kwargs.items())), "document")
-    return _results.get_or_compute(memo_key, lambda: stored.document(prof, fn, **kwargs))
+                tuple(sorted(kwargs.items())), "raw")
+    raw = _results.get_or_compute(memo_key, lambda: stored.raw_read(prof, fn, **kwargs))
+    return raw if raw is not None else profile_result(prof, key, fn, **kwargs)
 
 
 # ---- profile lookup --------------------------------------------------------------------
@@ -87,6 +87,28 @@ def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
 
 
 # ---- table helper ------------------------------------------------------------------------
+
+def arrow_table_page(args, raw, default_sort: str) -> dict | None:
+    """The JSON page of a stored table still in Arrow (`profile_raw_result`), cut there
+    (`tables.arrow_page`): {"total_rows", "offset", "rows"} as `_table_response` makes
+    them; None when the request needs the frame (a computed frame, a search, a CSV
+    download, a sort Arrow cannot order as pandas does)."""
+    import pyarrow as pa
+
+    if not isinstance(raw, pa.Table):
+        return None
+    tp = params.table_params(args)
+    if tp["format"] == "csv" or tp["search"]:
+        return None
+    try:
+        page = tables.arrow_page(raw, tp["sort"], default_sort, tp["limit"], tp["offset"])
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    if page is None:
+        return None
+    rows, total = page
+    return {"total_rows": total, "offset": tp["offset"], "rows": rows}
+
 
 def _table_response(args, df: pd.DataFrame, default_sort: str, key_column: str,
                     filename: str, extra: dict | None = None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
+from ..lazy import pd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -466,7 +466,6 @@ PIPES = ("mac", "vec", "scalar", "mte1", "mte2", "mte3")
 def pipe_ratio_columns(pipe: str) -> tuple[str, ...]:
     """The model columns of one pipe's ratio (AI Core and vector core)."""
     return tuple(f"pmu_{core}_{pipe}_ratio" for core in PMU_CORES)
-
 
 
 # Counters of L2 cache hits and misses (hit rate = hit / (hit + miss)).

@@ -166,12 +166,12 @@ def test_results_whose_tables_the_timeline_stage_rewrites_are_made_again(built, 
 
 def test_a_stored_document_is_sent_as_written_and_is_the_computed_answer(built):
     """The overview's and memory view's routes send a stored document's bytes as they are
-    (`profile_document`): the body is the file, and it is the body of the answer computed
+    (`profile_raw_result`): the body is the file, and it is the body of the answer computed
     from the finished entry; other arguments are computed."""
     import msgspec
 
     from tb_plugin.analysis import memory
-    from tb_plugin.http.requests import profile_document
+    from tb_plugin.http.requests import profile_raw_result
     from tb_plugin.http.responses import json_response
 
     cache, spans = built
@@ -183,25 +183,27 @@ def test_a_stored_document_is_sent_as_written_and_is_the_computed_answer(built):
         prof = cache.load(key)
         names = prof.meta.stored_results or {}
         for name, (fn, kwargs) in docs.items():
-            body = json_response(profile_document(prof, key, fn, **kwargs)).get_data()
+            body = json_response(profile_raw_result(prof, key, fn, **kwargs)).get_data()
             expected = json_response(fn(cache.load(key), **kwargs)).get_data()
             assert body == expected, (span.root, name)
             if names.get(name) == "json":
                 with open(os.path.join(prof.directory, f"stored-{name}.json"), "rb") as fh:
                     assert body == fh.read()
-                assert isinstance(profile_document(prof, key, fn, **kwargs), msgspec.Raw)
+                assert isinstance(profile_raw_result(prof, key, fn, **kwargs), msgspec.Raw)
                 sent[name] += 1
     assert all(n >= len(spans) // 2 for n in sent.values()), sent
     # Another point budget is not stored: computed, a value (not JSON text).
     span, key = next((s, k) for s, k in spans if "memory" in
                      (cache.load(k).meta.stored_results or {}))
     prof = cache.load(key)
-    other = profile_document(prof, key, memory.summary, max_points=100)
+    other = profile_raw_result(prof, key, memory.summary, max_points=100)
     assert isinstance(other, dict) and other == memory.summary(cache.load(key), max_points=100)
     _results.clear()
 
 
 def test_a_damaged_stored_document_is_computed_instead(built, caplog):
+    from tb_plugin.http.requests import profile_raw_result
+
     cache, spans = built
     span, key = next((s, k) for s, k in spans
                      if (cache.load(k).meta.stored_results or {}).get("overview-steps") == "json")
@@ -210,10 +212,14 @@ def test_a_damaged_stored_document_is_computed_instead(built, caplog):
     try:
         with open(path, "wb") as fh:
             fh.write(original[: len(original) - 2])  # cut: no longer one JSON value
+        _results.clear()
         with caplog.at_level(logging.WARNING, logger="tb_plugin.analysis.stored"):
-            got = stored.document(cache.load(key), overview.steps)
+            assert stored.raw_read(cache.load(key), overview.steps) is None
+            prof = cache.load(key)
+            got = profile_raw_result(prof, key, overview.steps)
         assert "unreadable" in caplog.text
     finally:
         with open(path, "wb") as fh:
             fh.write(original)
+        _results.clear()
     assert got == overview.steps(cache.load(key))

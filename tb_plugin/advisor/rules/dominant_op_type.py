@@ -5,8 +5,8 @@ to repeated compilation of that op. No time estimate (impact null): it is a lead
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ...lazy import pd
 from ..core import Rule, us
 
 ADVICE = ("Check whether this op type is compiled again and again (see the recompilation and "

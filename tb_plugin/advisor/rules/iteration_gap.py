@@ -7,8 +7,8 @@ moving host work off the critical path hides it).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ...lazy import pd
 from ..core import NotApplicable, Rule, us
 from . import data_pipeline
 

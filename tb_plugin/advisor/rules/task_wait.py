@@ -11,8 +11,8 @@ not iteration starts add up to `task_wait_min_pct` of the step. Impact: those wa
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ...lazy import pd
 from ..core import Rule, matching_codes, us
 
 ADVICE = {

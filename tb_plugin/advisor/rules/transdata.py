@@ -9,8 +9,8 @@ framework formats, removes most of them).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from ...lazy import pd
 from ..core import Rule, matching_codes, us
 
 ADVICE = ("Keep tensors in framework formats so the NPU does not convert them back and forth: "
