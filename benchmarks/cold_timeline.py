@@ -9,8 +9,9 @@ after wrapping a few functions to note when they run (seconds from the launch, o
 the plugin's `fix_flags` (loading starts), its constructor, TensorBoard's zipping of its own
 web files (`CorePlugin.get_resource_apps`), each reader process started, the first and last
 span sent to the readers. Meanwhile this process notes when `/runs` first answers and when
-each cache entry appears (every 10 ms), and at the end prints the events in time order and
-the CPU seconds of every process of the tree (TensorBoard, fork server, readers).
+each cache entry appears (every 10 ms), and at the end prints the events in time order
+(those noted in TensorBoard with its process' CPU seconds so far) and the CPU seconds of
+every process of the tree (TensorBoard, fork server, readers).
 
 The wrapping only notes times; what runs is the installed plugin unchanged. Use it to see
 which phase a change moves (docs/benchmarks.md, nineteenth session); the harness (`run.py`)
@@ -38,7 +39,8 @@ import os, sys, time
 T0 = float(os.environ["NPU_TIMELINE_T0"])
 
 def note(what):
-    sys.stderr.write(f"@timeline {time.time() - T0:.3f} {what}\n")
+    sys.stderr.write(f"@timeline {time.time() - T0:.3f} {what}"
+                     f" (TensorBoard's CPU {time.process_time():.2f} s)\n")
     sys.stderr.flush()
 
 def around(owner, name, before, after=None):
