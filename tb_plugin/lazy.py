@@ -23,9 +23,6 @@ class LazyModule(types.ModuleType):
     """A module imported on the first attribute read, then standing for it: its names are
     copied into this object, so later reads cost what a module's do."""
 
-    def __init__(self, name: str):
-        super().__init__(name)
-
     def __getattr__(self, attr: str):
         module = importlib.import_module(self.__name__)
         self.__dict__.update(module.__dict__)

@@ -24,8 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .lazy import pd
-from .table_files import (arrow_to_frame, read_table, spill_directory, table_path,
-                          write_arrow, write_table)
+from .table_files import (arrow_to_frame, read_arrow, read_table, spill_directory,
+                          table_path, write_arrow, write_table)
 
 # Column name -> dtype. "string" columns are stored as pandas "string" (pyarrow backed when
 # available) or categorical for highly repeated names; "Int64" is nullable integer.
@@ -724,7 +724,7 @@ class Profile:
             return self._arrow[name]
         if name not in self.tables and self.directory and name in self.rows:
             path = self.local_file(table_path(self.directory, name))
-            return pa.ipc.open_file(pa.memory_map(path)).read_all()
+            return read_arrow(path)
         return pa.Table.from_pandas(self.table(name), preserve_index=False)
 
     def arrow_column(self, name: str, column: str):

@@ -92,11 +92,16 @@ def write_columns(path: str, columns: dict) -> None:
 
 
 def read_table(path: str) -> pd.DataFrame:
-    import pyarrow as pa
-
     # The map must stay open: columns converted without a copy still point into it (it is
     # unmapped when the last buffer using it is freed).
-    return arrow_to_frame(pa.ipc.open_file(pa.memory_map(path)).read_all())
+    return arrow_to_frame(read_arrow(path))
+
+
+def read_arrow(path: str):
+    """The table file `path` as a pyarrow Table, memory-mapped (no column is copied)."""
+    import pyarrow as pa
+
+    return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
 def arrow_to_frame(table) -> pd.DataFrame:

@@ -34,7 +34,7 @@ import msgspec
 
 from ..lazy import pd
 from ..model import Profile
-from ..table_files import WRITE_ASIDE, read_table, table_path, write_table
+from ..table_files import WRITE_ASIDE, read_arrow, read_table, table_path, write_table
 from . import kernel_counters, memory, operators, overview
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,7 @@ def read(profile: Profile, stored: Stored, raw: bool = False):
     try:
         if names[stored.name] == "arrow":
             path = profile.local_file(_path(directory, stored, ".arrow"))
-            return _arrow_file(path) if raw else read_table(path)
+            return read_arrow(path) if raw else read_table(path)
         with open(profile.local_file(_path(directory, stored, ".json")), "rb") as fh:
             data = fh.read()
         return msgspec.json.decode(data, type=msgspec.Raw) if raw else msgspec.json.decode(data)
@@ -212,12 +212,6 @@ def read(profile: Profile, stored: Stored, raw: bool = False):
         log.warning("stored result %s of %s unreadable (computed instead)", stored.name,
                     directory, exc_info=True)
         return None
-
-
-def _arrow_file(path: str):
-    import pyarrow as pa
-
-    return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
 def result(profile: Profile, fn: Callable, **kwargs):

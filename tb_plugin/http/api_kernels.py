@@ -45,7 +45,7 @@ def kernels(request, loader: Loader):
     raw = profile_raw_result(prof, key, kernel_counters.table_with_counters,
                              group_by=group_by, step=step)
     # A stored table's first pages are cut in Arrow (no frame); the rest from the frame.
-    page = arrow_table_page(request.args, raw, "-total_us") if bound is None else None
+    page = arrow_table_page(tp, raw, "-total_us") if bound is None else None
     if page is not None:
         columns, rows, total = raw.column_names, page["rows"], page["total_rows"]
     else:

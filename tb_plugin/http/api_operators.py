@@ -17,7 +17,8 @@ def operators(request, loader: Loader):
     group_by = params.choice(request.args, "group_by", ("name", "name_shape"), "name")
     default = "-" + operators_view.default_sort(prof).lstrip("-")
     raw = profile_raw_result(prof, key, operators_view.table, group_by=group_by)
-    page = arrow_table_page(request.args, raw, default)  # a stored table's first pages
+    # a stored table's first pages
+    page = arrow_table_page(params.table_params(request.args), raw, default)
     if page is not None:
         return json_response(page)
     df = profile_result(prof, key, operators_view.table, group_by=group_by)

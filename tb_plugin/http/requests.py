@@ -26,10 +26,8 @@ def profile_result(prof: Profile, key: str, fn, **kwargs):
     answers, made at load time), else computed."""
     from ..analysis import stored
 
-    # (trace_ready: the timeline stage may rewrite tables of the entry, e.g. the steps)
-    memo_key = (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
-                tuple(sorted(kwargs.items())))
-    return _results.get_or_compute(memo_key, lambda: stored.result(prof, fn, **kwargs))
+    return _results.get_or_compute(_memo_key(prof, key, fn, kwargs),
+                                   lambda: stored.result(prof, fn, **kwargs))
 
 
 def profile_raw_result(prof: Profile, key: str, fn, **kwargs):
@@ -38,10 +36,15 @@ def profile_raw_result(prof: Profile, key: str, fn, **kwargs):
     table, paged by `arrow_table_page`), else `profile_result`'s value."""
     from ..analysis import stored
 
-    memo_key = (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
-                tuple(sorted(kwargs.items())), "raw")
-    raw = _results.get_or_compute(memo_key, lambda: stored.raw_read(prof, fn, **kwargs))
+    raw = _results.get_or_compute(_memo_key(prof, key, fn, kwargs, "raw"),
+                                  lambda: stored.raw_read(prof, fn, **kwargs))
     return raw if raw is not None else profile_result(prof, key, fn, **kwargs)
+
+
+def _memo_key(prof: Profile, key: str, fn, kwargs: dict, *form) -> tuple:
+    # (trace_ready: the timeline stage may rewrite tables of the entry, e.g. the steps)
+    return (key, prof.meta.trace_ready, fn.__module__, fn.__qualname__,
+            tuple(sorted(kwargs.items())), *form)
 
 
 # ---- profile lookup --------------------------------------------------------------------
@@ -88,16 +91,16 @@ def profile_from(loader: Loader, args, prefix: str = "") -> tuple[Profile, str]:
 
 # ---- table helper ------------------------------------------------------------------------
 
-def arrow_table_page(args, raw, default_sort: str) -> dict | None:
+def arrow_table_page(tp: dict, raw, default_sort: str) -> dict | None:
     """The JSON page of a stored table still in Arrow (`profile_raw_result`), cut there
-    (`tables.arrow_page`): {"total_rows", "offset", "rows"} as `_table_response` makes
-    them; None when the request needs the frame (a computed frame, a search, a CSV
-    download, a sort Arrow cannot order as pandas does)."""
+    (`tables.arrow_page`) for the table parameters `tp` (`params.table_params`):
+    {"total_rows", "offset", "rows"} as `_table_response` makes them; None when the
+    request needs the frame (a computed frame, a search, a CSV download, a sort Arrow
+    cannot order as pandas does)."""
     import pyarrow as pa
 
     if not isinstance(raw, pa.Table):
         return None
-    tp = params.table_params(args)
     if tp["format"] == "csv" or tp["search"]:
         return None
     try:
