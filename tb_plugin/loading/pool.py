@@ -8,7 +8,8 @@ from TensorBoard's threaded process. When processes cannot be started (or
 
 Retry in isolation: when a reader process dies (killed for memory, or a crash), every task
 queued in that pool fails with it (BrokenProcessPool). The tasks that had been handed to a
-reader then (at most one per reader, plus the one queued next) may have killed it: each is
+reader then (the ones running, plus those in the executor's call queue: max_workers +
+EXTRA_QUEUED_CALLS, which it marks running when it queues them) may have killed it: each is
 run once more, alone in a fresh single-process pool, so only the task that really kills its
 process fails for good (its future then raises BrokenProcessPool). The tasks still waiting
 in the queue never ran: they go to a fresh shared pool as they were. (Isolating those too
