@@ -70,3 +70,21 @@ def reader_state(module: str, env_name: str, caller: int) -> dict:
     return {"imported": module in sys.modules, "frozen": gc.get_freeze_count(),
             "collecting": gc.isenabled(), "arrow_pool": pa.default_memory_pool().backend_name,
             "env": os.environ.get(env_name), "parent_is_caller": os.getppid() == caller}
+
+
+def openblas_threads() -> int | None:
+    """Run in a reader: the threads OpenBLAS (loaded by NumPy) would use, asked of the
+    library itself; None when NumPy has no OpenBLAS."""
+    import ctypes
+
+    import numpy  # noqa: F401  (loads its BLAS)
+
+    with open("/proc/self/maps") as fh:
+        libs = sorted({line.split()[-1] for line in fh if "openblas" in line.lower()})
+    for path in libs:
+        lib = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                       "openblas_get_num_threads"):
+            if hasattr(lib, symbol):
+                return int(getattr(lib, symbol)())
+    return None

@@ -165,6 +165,45 @@ def test_readers_run_at_a_lower_cpu_priority_than_tensorboard(env, step, forkser
     assert theirs == min(mine + step, 19)
 
 
+_BLAS_THREADS = """
+import json, os
+from tb_plugin.loading.pool import ReaderPool
+from tests.unit.crashing_build import openblas_threads
+
+if __name__ == "__main__":
+    pool = ReaderPool(max_workers=1, inprocess=False)
+    try:
+        print(json.dumps(pool.submit(openblas_threads).result(timeout=120)))
+    finally:
+        pool.shutdown(terminate=True)
+"""
+
+
+@pytest.mark.parametrize("env, threads", [(None, 1), ("2", 2)])
+def test_forked_readers_have_one_blas_thread_unless_the_user_chose(env, threads):
+    """The fork server imports NumPy with one OpenBLAS thread (reader_preload.py): a thread
+    per core spinning through its imports took CPU from TensorBoard's start, and a reader
+    is one thread on one core. A user's OPENBLAS_NUM_THREADS is kept."""
+    import json
+
+    from tb_plugin import spawned
+
+    if "forkserver" not in spawned.multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    environ = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    environ.pop(spawned.FORKSERVER_ENV, None)
+    environ.pop("OPENBLAS_NUM_THREADS", None)
+    if env is not None:
+        environ["OPENBLAS_NUM_THREADS"] = env
+    out = subprocess.run([sys.executable, "-c", _BLAS_THREADS], capture_output=True, text=True,
+                         env=environ, timeout=180, check=True, cwd=root).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    if got is None:
+        pytest.skip("this NumPy has no OpenBLAS")
+    assert got == threads
+
+
 def _arrow_pool_readers_get() -> str:
     """jemalloc when this pyarrow has it and the environment names no pool (tested apart
     from the code that chooses it: its own pool objects, in a fresh process)."""
