@@ -248,7 +248,7 @@ def import_and_freeze() -> None:
     _prepared = True
     from .. import readers
     from ..advisor import runs  # noqa: F401
-    from ..analysis import derive, dispatch, trace_index  # noqa: F401
+    from ..analysis import derive, dispatch, stored, trace_index  # noqa: F401
 
     readers.import_readers()
 

@@ -240,10 +240,13 @@ def test_readers_are_forked_with_the_load_stages_imported_and_the_callers_enviro
         reader_modules = [pool.submit(reader_state, f"tb_plugin.readers.{module}",
                                       "NPU_PROFILER_TEST_MARK", os.getpid()).result(timeout=120)
                           for module in ("torch_npu", "msprof", "kineto", "cluster_analysis")]
+        stored = pool.submit(reader_state, "tb_plugin.analysis.stored",  # the first answers
+                             "NPU_PROFILER_TEST_MARK", os.getpid()).result(timeout=120)
     finally:
         pool.shutdown()
     assert state["imported"] is True
     assert all(s["imported"] for s in reader_modules)  # every reader of the registry
+    assert stored["imported"] is True
     assert state["frozen"] > 1000
     assert state["collecting"] is True  # the collector is off only while the server imports
     assert state["arrow_pool"] == _arrow_pool_readers_get()
