@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -108,7 +108,7 @@ def one_run(logdir: str, spans: int, timeout: float) -> tuple[list, dict]:
 
     python = os.path.join(os.path.dirname(R.ours_tensorboard()), "python")
     port = R.free_port()
-    cache = tempfile.mkdtemp(prefix="npu-timeline-")
+    cache = R.bench_cache_root()  # (where a user's cache is: run.py)
     t0 = time.time()
     env = dict(os.environ, NPU_PROFILER_CACHE_DIR=cache, NPU_TIMELINE_T0=repr(t0),
                NPU_TIMELINE_SPANS=str(spans))
@@ -142,6 +142,7 @@ def one_run(logdir: str, spans: int, timeout: float) -> tuple[list, dict]:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
+        shutil.rmtree(cache, ignore_errors=True)
     for line in err.splitlines():
         if line.startswith("@timeline "):
             _, at, what = line.split(" ", 2)
