@@ -363,14 +363,19 @@ def _arrow_types() -> dict:
             "float64": pa.float64(), "Int64": pa.int64(), "string": pa.large_string()}
 
 
-_EXTRA_DTYPES = {"double": "float64", "int64": "int64"}  # extra columns kept as they are
-_metadata_templates: dict[tuple, dict] = {}
+# Extra columns kept as they are, by Arrow type: a value of each as a reader's Python rows
+# hold it, from which a one-row frame gives the dtype `conform` keeps (text: the installed
+# pandas' default, `object` or `str`) and the Arrow type `write_table` stores it as.
+_EXTRA_SAMPLES = {"double": 0.0, "int64": 0, "string": "", "large_string": "", "bool": False}
+_metadata_templates: dict[tuple, tuple] = {}
 
 
-def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> dict:
-    """The pandas metadata of a conformed zero-row frame of table `name` (plus `extras`:
-    (column, dtype)), as `pa.Table.from_pandas` writes it; made once per layout (it costs
-    ~1-2 ms, as much as the rest of a small table's write)."""
+def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> tuple[dict, list]:
+    """The pandas metadata of a conformed frame of table `name` with the `extras`
+    ((column, Arrow type) kept after the schema's), as `pa.Table.from_pandas` writes it, and
+    the Arrow type of each extra column; made once per layout (it costs ~1-2 ms, as much as
+    the rest of a small table's write). The extras' entries come from a one-row frame: from
+    no rows, pandas 2 would call an `object` column of text "empty"."""
     key = (name, extras)
     template = _metadata_templates.get(key)
     if template is None:
@@ -378,13 +383,15 @@ def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> dict:
 
         import pyarrow as pa
 
-        frame = empty_table(name)
-        if extras:  # (one concat: a kernels table may carry ~150 counter columns)
-            frame = pd.concat([frame, pd.DataFrame({col: np.zeros(0, dtype=dtype)
-                                                    for col, dtype in extras})], axis=1)
-        schema = pa.Schema.from_pandas(frame, preserve_index=False)
-        template = json.loads(schema.metadata[b"pandas"])
-        _metadata_templates[key] = template
+        meta = json.loads(pa.Schema.from_pandas(empty_table(name), preserve_index=False)
+                          .metadata[b"pandas"])
+        types = []
+        if extras:  # (one frame: a kernels table may carry ~150 counter columns)
+            frame = pd.DataFrame([{col: _EXTRA_SAMPLES[kind] for col, kind in extras}])
+            schema = pa.Schema.from_pandas(frame, preserve_index=False)
+            meta["columns"] += json.loads(schema.metadata[b"pandas"])["columns"]
+            types = [schema.field(col).type for col, _ in extras]
+        template = _metadata_templates[key] = (meta, types)
     return template
 
 
@@ -393,8 +400,9 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
     each as `write_table(conform(frame))` stores it — integers with missing cells as 0,
     floats with NaN as missing (as from_pandas stores NaN), text as given (other values as
     text, missing ones as ""), categories as a dictionary of their sorted values (pandas' categories) — and the pandas
-    metadata that restores the model's dtypes. Extra columns (`keep_extra`) must be float64
-    or int64 and are kept as they are, after the schema's."""
+    metadata that restores the model's dtypes. Extra columns (`keep_extra`) must be float64,
+    int64, text or boolean and are kept as they are, after the schema's (text as the
+    installed pandas' default text dtype stores it)."""
     import json
 
     import pyarrow as pa
@@ -439,13 +447,16 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
             if col in schema:
                 continue
             arr = _one_chunk(table.column(col), pa)
-            dtype = _EXTRA_DTYPES.get(str(arr.type))
-            if dtype is None:
-                raise TypeError(f"extra column {col!r} of {name} is {arr.type}, not a number")
+            if str(arr.type) not in _EXTRA_SAMPLES:
+                raise TypeError(f"extra column {col!r} of {name} is {arr.type}: not a number,"
+                                " text or boolean")
             arrays.append(arr)
             fields.append(col)
-            extras.append((col, dtype))
-    meta = _metadata_template(name, tuple(extras))
+            extras.append((col, str(arr.type)))
+    meta, extra_types = _metadata_template(name, tuple(extras))
+    for i, kind in enumerate(extra_types, start=len(arrays) - len(extras)):
+        if arrays[i].type != kind:  # (text as the installed pandas stores it)
+            arrays[i] = arrays[i].cast(kind)
     if categories:
         meta = dict(meta, columns=[dict(c) for c in meta["columns"]])
         for c in meta["columns"]:

@@ -137,7 +137,7 @@ def read_communication_matrix(ctx: ReadContext) -> None:
                 if not isinstance(info, dict):
                     continue
                 src, _, dst = str(link).partition("-")
-                s, d = int_or_none(src), int_or_none(dst)
+                s, d = _rank(src), _rank(dst)
                 if s is None:
                     continue
                 op_name = str(info.get("Op Name") or (head if not aggregate else ""))
@@ -157,6 +157,30 @@ def read_communication_matrix(ctx: ReadContext) -> None:
                 })
     if not rows:
         return
-    out = pd.DataFrame(rows)
-    out["step"] = out["step"].astype("Int64")
-    ctx.profile.set("communication_links", out, keep_extra=True)
+    ctx.profile.set("communication_links", links_table(rows), keep_extra=True)
+
+
+def _rank(text) -> int | None:
+    """A link end's rank; None when it is none (no number, or beyond int64: damage)."""
+    r = int_or_none(text)
+    return r if r is not None and -(1 << 63) <= r < (1 << 63) else None
+
+
+_LINK_TYPES = {"step": "int64", "op": "string", "src_rank": "int64", "dst_rank": "int64",
+               "transport": "string", "transit_size_mb": "float64", "transit_ns": "int64",
+               "bandwidth_gbps": "float64", "op_name": "string", "group": "string",
+               "kind": "string", "aggregate": "bool_"}
+
+
+def links_table(rows: list[dict]):
+    """`read_communication_matrix`'s rows as the communication_links table: in Arrow
+    (`Profile.set` stores it without a pandas frame), or as a frame when a value does not
+    fit its Arrow type (a rank beyond int64 in a damaged file: pandas' conversion then
+    decides, as it always did)."""
+    try:
+        return pa.table({c: pa.array([r[c] for r in rows], getattr(pa, t)())
+                         for c, t in _LINK_TYPES.items()})
+    except (OverflowError, TypeError, pa.ArrowException):
+        out = pd.DataFrame(rows)
+        out["step"] = out["step"].astype("Int64")
+        return out

@@ -441,7 +441,7 @@ def _read_memory_allocations(ctx: _Ctx) -> None:
 
 
 def _read_module_memory(ctx: _Ctx) -> None:
-    df = ctx.csv("npu_module_mem.csv", required=C.required(C.NPU_MODULE_MEM))
+    df = ctx.csv_table("npu_module_mem.csv", required=C.required(C.NPU_MODULE_MEM))
     if df is None:
         return
     cols = C.resolve(df, C.NPU_MODULE_MEM)
@@ -454,13 +454,11 @@ def _read_module_memory(ctx: _Ctx) -> None:
         ctx.error(ctx.path("npu_module_mem.csv"), f"missing required column {either}")
         return
     reserved = np.where(reserved < 0, np.nan, reserved)  # -1: only a release was captured
+    columns = {"component": df[cols["component"]]}  # (missing cells: "", by `set`)
     if "device" in cols:
-        device = _device_text(df[cols["device"]])
-    else:
-        device = pd.Series([""] * len(df), dtype="string")
+        columns["device"] = _device_text(df[cols["device"]])
     ctx.profile.set("module_memory", _arrow_table({
-        "component": df[cols["component"]].astype("string").fillna(""),
-        "device": device,
+        **columns,
         "ts_ns": column_us_ns(df[cols["ts_ns"]]),
         "reserved_mb": reserved,
     }))

@@ -643,6 +643,25 @@ def test_communication_matrix(tmp_path):
     assert lk["step"].tolist() == [3, 3, 3]
 
 
+def test_communication_matrix_skips_a_link_whose_rank_is_beyond_int64(tmp_path):
+    """A damaged link id (a source rank no int64 holds) is skipped like one that is no
+    number; a destination beyond int64 makes the link a rank's own (as a missing one); the
+    other links are stored as written."""
+    span = make_span(tmp_path)
+    with open(out_file(span, "communication_matrix.json"), "w") as fh:
+        json.dump({"step3": {"collective": {"allreduce-top1@group_a": {
+            "0-1": {"Transport Type": "HCCS", "Transit Size(MB)": 2, "Transit Time(ms)": 0.5},
+            f"{2 ** 70}-0": {"Transport Type": "HCCS", "Transit Size(MB)": 1},
+            f"2-{2 ** 70}": {"Transport Type": "HCCS", "Transit Size(MB)": 3}}}}}, fh)
+    prof = torch_npu.read(span, None)
+    assert prof.errors == []
+    lk = prof.table("communication_links")
+    assert lk["src_rank"].tolist() == [0, 2] and lk["dst_rank"].tolist() == [1, 2]
+    assert lk["transit_size_mb"].tolist() == [2.0, 3.0]
+    assert lk["transit_ns"].tolist() == [500000, 0]
+    assert lk["op_name"].tolist() == ["allreduce-top1", "allreduce-top1"]
+
+
 def test_flat_msprof_communication_layout(tmp_path):
     span = make_span(tmp_path, producer="mindspore", kernel="mindspore", memory=5, opmem=None, steps=9)
     flat = dict(COMMUNICATION["step3"]["collective"])

@@ -100,8 +100,28 @@ def test_extra_number_columns_are_kept_after_the_schema():
     assert got.column_names[-2:] == ["bd_Computing", "bd_Free"]
 
 
-def test_an_extra_text_column_is_refused():
-    t = pa.table({"name": ["a"], "note": ["x"]})
+def test_extra_text_and_boolean_columns_are_kept_as_a_frame_of_rows_keeps_them():
+    """Extra text and booleans of a reader's rows (the communication matrix's op_name,
+    group, kind, aggregate) are stored with the dtype a frame of those Python rows has on
+    the installed pandas (`object` on pandas 2, `str` on 3), as the pandas path stores it."""
+    rows = [{"step": s, "op": f"allReduce@g{s}", "src_rank": s, "dst_rank": 1,
+             "transport": "HCCS", "transit_size_mb": 1.5 * s, "transit_ns": 10 * s,
+             "bandwidth_gbps": float("nan") if s == 2 else 3.0, "op_name": "hcom é",
+             "group": "" if s == 1 else "g", "kind": "collective", "aggregate": s == 3}
+            for s in (1, 2, 3)]
+    frame = pd.DataFrame(rows)
+    frame["step"] = frame["step"].astype("Int64")
+    want = pa.Table.from_pandas(model.conform(frame, "communication_links", keep_extra=True),
+                                preserve_index=False)
+    arrow = pa.table({c: pa.array([r[c] for r in rows]) for c in rows[0]})
+    got = model.conform_arrow(arrow, "communication_links", keep_extra=True)
+    assert got.equals(want, check_metadata=True), (got.schema, want.schema)
+    assert got.column_names[-4:] == ["op_name", "group", "kind", "aggregate"]
+    assert got.column("aggregate").to_pylist() == [False, False, True]
+
+
+def test_an_extra_column_of_another_type_is_refused():
+    t = pa.table({"name": ["a"], "note": pa.array([[1]])})
     with pytest.raises(TypeError, match="note"):
         model.conform_arrow(t, "kernels", keep_extra=True)
 
