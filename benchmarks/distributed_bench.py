@@ -25,7 +25,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from tests.tb_server import TensorBoard  # noqa: E402
+from scratch import scratch_dir  # noqa: E402  (benchmarks/: caches where a user's are)
 
 
 def ensure_data(ranks: int, trace_mb: float, layers: int | None) -> str:
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     logdir = ensure_data(a.ranks, a.trace_mb, a.layers)
     total, trace = size_mb(logdir)
-    cache = tempfile.mkdtemp(prefix="dist-bench-cache-")
+    cache = scratch_dir("dist-bench-cache-")
     dask_cold = dask_rss = loader_cold = None
     try:
         load = os.getloadavg()[0]

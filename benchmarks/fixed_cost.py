@@ -16,7 +16,8 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
+
+from scratch import scratch_dir  # (benchmarks/: caches where a user's are)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -30,7 +31,7 @@ def measure(logdir: str, spans: int, views_only: bool, cprofile: str | None) -> 
     from tb_plugin.cache import ProfileCache, entry_key
     from tb_plugin.loading import build_advice, build_entry, build_trace
 
-    scratch = tempfile.mkdtemp(prefix="npu-prof-fixed-cost-")
+    scratch = scratch_dir("npu-prof-fixed-cost-")
     cache = ProfileCache(scratch)
     runs, _ = discovery.discover(os.path.abspath(logdir))
     chosen = [s for r in runs.values() for s in r.spans()][:spans]

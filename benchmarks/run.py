@@ -651,20 +651,10 @@ def ensure_bytecode(root: str = ROOT) -> None:
 
 
 def bench_cache_root() -> str:
-    """A fresh directory for the runs' caches, where a user's cache is: beside the plugin's
-    default cache root (`${XDG_CACHE_HOME:-~/.cache}`), not in /tmp. On the machines these
-    numbers come from (a Firecracker VM), creating a file anywhere under /tmp costs ~0.4 ms
-    against ~0.04 ms elsewhere on the same ext4 disk (docs/benchmarks.md, twenty-first
-    session): charged to every table our cold runs write (17 files a span), never to a
-    user, whose cache is not in /tmp unless they put it there."""
-    from tb_plugin import cache
+    """A fresh directory for the runs' caches, where a user's cache is (scratch.py)."""
+    from scratch import scratch_dir
 
-    parent = os.path.dirname(cache._base_root())
-    try:
-        os.makedirs(parent, exist_ok=True)
-        return tempfile.mkdtemp(prefix="npu-bench-cache-", dir=parent)
-    except OSError:
-        return tempfile.mkdtemp(prefix="npu-bench-cache-")
+    return scratch_dir("npu-bench-cache-")
 
 
 def main(argv=None) -> int:

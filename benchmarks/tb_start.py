@@ -19,9 +19,10 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
+
+from scratch import scratch_dir  # (benchmarks/: caches where a user's are)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -54,7 +55,7 @@ def _get(url: str):
 
 def start_once(mode: str, logdir: str, root: str | None, timeout: float = 60) -> dict:
     port = _free_port()
-    env = dict(os.environ, NPU_PROFILER_CACHE_DIR=tempfile.mkdtemp(prefix="tb-start-"))
+    env = dict(os.environ, NPU_PROFILER_CACHE_DIR=scratch_dir("tb-start-"))
     if root:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     t0 = time.time()

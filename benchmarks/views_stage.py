@@ -18,8 +18,9 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
+
+from scratch import scratch_dir  # (benchmarks/: caches where a user's are)
 
 
 def build_all(logdirs: list[str], cache_dir: str) -> list[tuple[str, float, float]]:
@@ -62,7 +63,7 @@ def main() -> None:
     else:
         results = []
         for _ in range(args.repeat):
-            scratch = tempfile.mkdtemp(prefix="npu-prof-views-")
+            scratch = scratch_dir("npu-prof-views-")
             try:
                 results.append(build_all(args.logdir, scratch))
             finally:
