@@ -419,6 +419,26 @@ def measure_n(tool_factory, logdir: str, timeout: float, label: str, n: int) -> 
     every run's time and peak kept in `runs`."""
     runs = [measure(tool_factory(i), logdir, timeout, f"{label}{'' if n == 1 else f'-{i + 1}'}")
             for i in range(n)]
+    return median_run(runs)
+
+
+def measure_alternating(tools: dict, logdir: str, timeout: float, n: int) -> dict:
+    """{name: the median-time run} of each tool (name -> (tool factory, label)), measured
+    n times each in turns (ours, peer, ours, peer, ...): on a shared machine whose speed
+    drifts over minutes, each tool's runs then span the same minutes, so the ratio of
+    their medians does not measure the drift (ours x5 then peer x5 put the peer's runs in
+    the next two minutes)."""
+    runs: dict = {name: [] for name in tools}
+    for i in range(n):
+        for name, (factory, label) in tools.items():
+            runs[name].append(measure(factory(i), logdir, timeout,
+                                      f"{label}{'' if n == 1 else f'-{i + 1}'}"))
+    return {name: median_run(r) for name, r in runs.items()}
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The median-time run of `runs` (the upper median of an even count), with every run's
+    time and peak kept in `runs`."""
     ok = [r for r in runs if r.get("ok")] or runs
     ok.sort(key=lambda r: r["seconds"])
     best = dict(ok[len(ok) // 2])
@@ -700,14 +720,14 @@ def main(argv=None) -> int:
             measured = s in wanted
             if measured:
                 # a fresh cache dir for every cold run; the last one is reused by C
-                entry["ours"] = measure_n(
-                    lambda i, s=s: Ours(os.path.join(cache_root, f"{s}-{i}")),
-                    datasets[s]["logdir"], a.timeout, f"{s}-ours-cold", a.repeat)
+                tools = {"ours": (lambda i, s=s: Ours(os.path.join(cache_root, f"{s}-{i}")),
+                                  f"{s}-ours-cold")}
+                if site:
+                    tools["peer"] = (lambda i: Peer(site), f"{s}-peer")
+                entry.update(measure_alternating(tools, datasets[s]["logdir"], a.timeout,
+                                                 a.repeat))
                 os.rename(os.path.join(cache_root, f"{s}-{a.repeat - 1}"),
                           os.path.join(cache_root, s))
-                if site:
-                    entry["peer"] = measure_n(lambda i: Peer(site), datasets[s]["logdir"],
-                                              a.timeout, f"{s}-peer", a.repeat)
                 report["scenarios"].append(entry)
             else:
                 measure(Ours(os.path.join(cache_root, s)), datasets[s]["logdir"], a.timeout,
