@@ -61,6 +61,8 @@ def step_windows(profile: "Profile") -> pd.DataFrame:
     if profile.has("step_windows"):
         df = profile.table("step_windows")[["step", "start_ns", "end_ns"]]
         return df.sort_values("step").reset_index(drop=True)
+    if not profile.has("slices"):  # (the views stage of a span whose trace is deferred)
+        return _no_windows()
     if "slices" in profile.tables or not profile.directory:
         return profiler_step_windows(profile.table("slices"))
     return profiler_step_windows(_step_slice_rows(profile.arrow_table("slices")))
