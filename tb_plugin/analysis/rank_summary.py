@@ -159,13 +159,28 @@ def step_breakdown(profile: Profile) -> list[dict]:
     return out
 
 
+def _texts(table, column: str) -> list[str]:
+    """A text or category column of an Arrow table as Python strings (missing: "")."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.fill_null(table.column(column).cast(pa.large_string()), "").to_pylist()
+
+
+def _numbers(table, column: str, dtype) -> np.ndarray:
+    """A number column of an Arrow table as numpy (missing floats: NaN)."""
+    return np.asarray(table.column(column).to_numpy(), dtype=dtype)
+
+
 def _comm_ops(profile: Profile) -> tuple[list[dict], str | None]:
-    ops = profile.table("communication_ops")
-    if len(ops):
-        # Grouped by (op type, group) in sorted order with numpy: a rank has tens to
-        # thousands of ops, where a pandas groupby's fixed cost (~2 ms) was most of it.
-        names = [op_type(n) for n in ops["name"].astype("string").fillna("").tolist()]
-        groups = ops["group"].astype("string").fillna("").tolist()
+    if profile.has("communication_ops"):
+        # The table's columns as arrays (no pandas frame: a summary is made per rank, in
+        # the views stage). Grouped by (op type, group) in sorted order with numpy: a rank
+        # has tens to thousands of ops, where a pandas groupby's fixed cost (~2 ms) was
+        # most of it.
+        ops = profile.arrow_table("communication_ops")
+        names = [op_type(n) for n in _texts(ops, "name")]
+        groups = _texts(ops, "group")
         keys = list(zip(names, groups))
         uniq = sorted(set(keys))
         at = {k: i for i, k in enumerate(uniq)}
@@ -174,10 +189,10 @@ def _comm_ops(profile: Profile) -> tuple[list[dict], str | None]:
         sums = {}
         for col in ("elapse_ns", "transit_ns", "wait_ns", "sync_ns", "idle_ns"):
             total = np.zeros(len(uniq), np.int64)  # exact integer sums
-            np.add.at(total, inverse, ops[col].to_numpy(dtype=np.int64))
+            np.add.at(total, inverse, _numbers(ops, col, np.int64))
             sums[col] = total.tolist()
         # Non-finite sizes are not summed; a group with no finite size has none (NaN).
-        size = pd.to_numeric(ops["transit_size_mb"], errors="coerce").to_numpy(dtype=np.float64)
+        size = _numbers(ops, "transit_size_mb", np.float64)
         finite = np.isfinite(size)
         per_group: list[list[float]] = [[] for _ in uniq]
         for i, v in zip(inverse[finite].tolist(), size[finite].tolist()):
@@ -210,22 +225,22 @@ def _comm_ops(profile: Profile) -> tuple[list[dict], str | None]:
 
 
 def _links(profile: Profile) -> list[dict]:
-    links = profile.table("communication_links")
-    if len(links) == 0:
+    if not profile.has("communication_links"):
         return []
-    agg = links["aggregate"].astype(bool).to_numpy() if "aggregate" in links.columns else \
-        np.zeros(len(links), dtype=bool)
-    if agg.any():
-        links = links[agg]
-    src = links["src_rank"].to_numpy(dtype=np.int64)
-    dst = links["dst_rank"].to_numpy(dtype=np.int64)
+    links = profile.arrow_table("communication_links")  # (as arrays: see _comm_ops)
+    agg = np.asarray(links.column("aggregate").fill_null(False).to_numpy(), dtype=bool) \
+        if "aggregate" in links.column_names else np.zeros(links.num_rows, dtype=bool)
+    rows = agg if agg.any() else np.ones(links.num_rows, dtype=bool)
+    src = _numbers(links, "src_rank", np.int64)[rows]
+    dst = _numbers(links, "dst_rank", np.int64)[rows]
     keep = src != dst
     if not keep.any():
         return []
     src, dst = src[keep], dst[keep]
-    transport = links["transport"].astype("string").fillna("").to_numpy(dtype=object)[keep]
-    size = pd.to_numeric(links["transit_size_mb"], errors="coerce").fillna(0).to_numpy()[keep]
-    time_ns = links["transit_ns"].to_numpy(dtype=np.int64)[keep]
+    transport = np.array(_texts(links, "transport"), dtype=object)[rows][keep]
+    size = _numbers(links, "transit_size_mb", np.float64)[rows]
+    size = np.where(np.isnan(size), 0.0, size)[keep]
+    time_ns = _numbers(links, "transit_ns", np.int64)[rows][keep]
     # One row per (src, dst) in sorted order; sums by bincount over the pair's index.
     pairs, inverse = np.unique(np.stack([src, dst], axis=1), axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -245,15 +260,12 @@ def _links(profile: Profile) -> list[dict]:
 def _collectives(profile: Profile) -> list[list]:
     """[[group, op name, duration µs]] of the rank's collectives in start order (for the
     straggler vote): communication.json ops, else NCCL / HCCL kernels (group "")."""
-    ops = profile.table("communication_ops")
-    if len(ops):
-        ops = ops.sort_values("start_ns", kind="stable")
-        names = ops["name"].astype("string").fillna("").tolist()
-        groups = ops["group"].astype("string").fillna("").tolist()
-        kinds = ops["kind"].astype(str).tolist()
-        el = ops["elapse_ns"].to_numpy(dtype=np.int64)
-        return [[g, n, int(e) / 1000.0] for g, n, k, e in zip(groups, names, kinds, el)
-                if k != "p2p"]
+    if profile.has("communication_ops"):
+        ops = profile.arrow_table("communication_ops")  # (as arrays: see _comm_ops)
+        order = np.argsort(_numbers(ops, "start_ns", np.int64), kind="stable").tolist()
+        names, groups, kinds = (_texts(ops, c) for c in ("name", "group", "kind"))
+        el = _numbers(ops, "elapse_ns", np.int64).tolist()
+        return [[groups[i], names[i], el[i] / 1000.0] for i in order if kinds[i] != "p2p"]
     if not profile.has("kernels"):
         return []
     k = view_rows(profile)
