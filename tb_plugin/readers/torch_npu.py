@@ -42,6 +42,7 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..model import Profile, ProfileMeta
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
@@ -401,8 +402,11 @@ def _arrow_table(columns: dict) -> pa.Table:
                      else pa.array(col, from_pandas=True) for name, col in columns.items()})
 
 
-def _device_text(s) -> pd.Series:
-    """`NPU:0` as written; bare numbers become `NPU:{n}`."""
+def _device_text(s):
+    """`NPU:0` as written; bare numbers become `NPU:{n}`. A column of `csv_table` without
+    any stays in Arrow (missing cells ""): no pandas round trip of a 10,000-row column."""
+    if isinstance(s, pa.ChunkedArray) and not cells_start_with(s, _MAYBE_DIGIT):
+        return pc.fill_null(s, "")
     s = column_series(s).astype("string").fillna("")
     if not cells_start_with(s, _MAYBE_DIGIT):  # no cell is a bare number
         return s
