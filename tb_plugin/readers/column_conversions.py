@@ -128,9 +128,19 @@ def _arrow_text(s) -> pa.Array:
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
-def shapes_text(s: pd.Series) -> pd.Series:
+def _like_input(s, a: pa.Array):
+    """The rewritten text `a` as the input came: an Arrow column of `csv_table` as Arrow
+    (its table is stored from Arrow: no pandas round trip of a column of call stacks), a
+    Series as a string Series."""
+    if isinstance(s, pa.ChunkedArray):
+        return a
+    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
+
+
+def shapes_text(s):
     """`"8,3,224,224;\r\n64,3,7,7;\r\n"` -> `"8,3,224,224;64,3,7,7"` (one form everywhere).
-    Each rewrite runs only when some cell has what it rewrites (most files have no CR LF)."""
+    Each rewrite runs only when some cell has what it rewrites (most files have no CR LF).
+    An Arrow column gives an Arrow array, a Series a Series (`_like_input`)."""
     a = _arrow_text(s)
     if cells_contain(a, b"\r\n"):  # (every CR and LF removed: two literal passes, not a
         a = pc.replace_substring(pc.replace_substring(a, "\r", ""), "\n", "")  # regex)
@@ -138,17 +148,18 @@ def shapes_text(s: pd.Series) -> pd.Series:
         a = pc.utf8_trim_whitespace(a)
     if cells_end_with(a, b";"):  # one trailing ";" off
         a = pc.if_else(pc.ends_with(a, ";"), pc.utf8_slice_codeunits(a, 0, -1), a)
-    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
+    return _like_input(s, a)
 
 
-def stack_text(s: pd.Series) -> pd.Series:
-    """Call stack frames separated by `"\n"` instead of `;\r\n`; no trailing separator."""
+def stack_text(s):
+    """Call stack frames separated by `"\n"` instead of `;\r\n`; no trailing separator
+    (an Arrow column gives an Arrow array, a Series a Series)."""
     a = _arrow_text(s)
     if cells_contain(a, b"\n"):
         a = _frames_on_lines(a)
     if cells_end_with(a, b";\n"):  # (`[;\n]+$` removed)
         a = pc.utf8_rtrim(a, characters=";\n")
-    return pd.Series(a.to_pandas(types_mapper=pd.ArrowDtype)).astype("string")
+    return _like_input(s, a)
 
 
 def _frames_on_lines(a: pa.Array) -> pa.Array:
