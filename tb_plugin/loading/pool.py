@@ -82,8 +82,8 @@ def lower_priority() -> None:
     cores than readers, TensorBoard's answers queued behind their work: a restart on 16
     cached spans with timelines still to build answered its views in ~2.2 s instead of
     ~1.7. At nice 5 (a third of the weight) a reader still gets every core TensorBoard
-    leaves idle, which is nearly all of them. The fork server lowers its own before it
-    imports (its imports run beside TensorBoard's start); the readers forked from it, and
+    leaves idle, which is nearly all of them. The fork server lowers its own once it has
+    imported what the readers use (reader_preload.py); the readers forked from it, and
     the trace decoding helpers a reader starts, inherit it."""
     global _lowered
     if _lowered:
