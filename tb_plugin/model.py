@@ -365,8 +365,15 @@ def _arrow_types() -> dict:
 
 # Extra columns kept as they are, by Arrow type: a value of each as a reader's Python rows
 # hold it, from which a one-row frame gives the dtype `conform` keeps (text: the installed
-# pandas' default, `object` or `str`) and the Arrow type `write_table` stores it as.
-_EXTRA_SAMPLES = {"double": 0.0, "int64": 0, "string": "", "large_string": "", "bool": False}
+# pandas' default, `object` or `str`) and the Arrow type `write_table` stores it as. An
+# int64 extra whose field says so (`NULLABLE_INT`) stands for pandas' nullable Int64.
+_EXTRA_SAMPLES = {"double": 0.0, "int64": 0, "string": "", "large_string": "", "bool": False,
+                  "Int64": None}
+NULLABLE_INT = {b"pandas_dtype": b"Int64"}  # field metadata of an Int64 extra column
+
+
+def _extra_sample(kind: str):
+    return pd.array([0], dtype="Int64") if kind == "Int64" else [_EXTRA_SAMPLES[kind]]
 _metadata_templates: dict[tuple, tuple] = {}
 
 
@@ -387,7 +394,7 @@ def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> tuple[
                           .metadata[b"pandas"])
         types = []
         if extras:  # (one frame: a kernels table may carry ~150 counter columns)
-            frame = pd.DataFrame([{col: _EXTRA_SAMPLES[kind] for col, kind in extras}])
+            frame = pd.DataFrame({col: _extra_sample(kind) for col, kind in extras})
             schema = pa.Schema.from_pandas(frame, preserve_index=False)
             meta["columns"] += json.loads(schema.metadata[b"pandas"])["columns"]
             types = [schema.field(col).type for col, _ in extras]
@@ -401,8 +408,9 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
     floats with NaN as missing (as from_pandas stores NaN), text as given (other values as
     text, missing ones as ""), categories as a dictionary of their sorted values (pandas' categories) — and the pandas
     metadata that restores the model's dtypes. Extra columns (`keep_extra`) must be float64,
-    int64, text or boolean and are kept as they are, after the schema's (text as the
-    installed pandas' default text dtype stores it)."""
+    int64 (pandas' nullable Int64 when the field's metadata is `NULLABLE_INT`), text or
+    boolean and are kept as they are, after the schema's (text as the installed pandas'
+    default text dtype stores it)."""
     import json
 
     import pyarrow as pa
@@ -447,12 +455,15 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
             if col in schema:
                 continue
             arr = _one_chunk(table.column(col), pa)
-            if str(arr.type) not in _EXTRA_SAMPLES:
+            kind = str(arr.type)
+            if kind == "int64" and table.schema.field(col).metadata == NULLABLE_INT:
+                kind = "Int64"
+            if kind not in _EXTRA_SAMPLES:
                 raise TypeError(f"extra column {col!r} of {name} is {arr.type}: not a number,"
                                 " text or boolean")
             arrays.append(arr)
             fields.append(col)
-            extras.append((col, str(arr.type)))
+            extras.append((col, kind))
     meta, extra_types = _metadata_template(name, tuple(extras))
     for i, kind in enumerate(extra_types, start=len(arrays) - len(extras)):
         if arrays[i].type != kind:  # (text as the installed pandas stores it)

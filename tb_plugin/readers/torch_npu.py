@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import Profile, ProfileMeta
+from ..model import NULLABLE_INT, Profile, ProfileMeta
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import profiler_step_windows
 from . import SpanSource
@@ -356,41 +356,60 @@ def _read_steps(ctx: _Ctx) -> None:
     if table is None:
         return
     cols = convert(table, C.STEP_TRACE_TIME, ctx.dialect)
-    out = pd.DataFrame(cols)
+    n = table.num_rows
     step_col = C.resolve(table, C.STEP_TRACE_TIME).get("step")
     # Step ids are exact integers; an empty Step (one whole-run row) is step 0.
     if step_col is not None:
-        out["step"] = pd.to_numeric(text_series(table[step_col]),
-                                    errors="coerce").fillna(0).astype(np.int64)
+        cols["step"] = pd.to_numeric(text_series(table[step_col]), errors="coerce") \
+            .fillna(0).astype(np.int64).to_numpy()
     else:
-        out["step"] = np.zeros(len(out), np.int64)
+        cols["step"] = np.zeros(n, np.int64)
     # One span = one device; if the file holds several, keep the span's device (or the first).
-    if "device_id" in out.columns and out["device_id"].nunique() > 1:
-        want = ctx.profile.meta.device_id
-        devs = out["device_id"].dropna().unique()
-        if want is None or want not in set(devs.tolist()):
-            want = int(sorted(devs.tolist())[0])
-        out = out[out["device_id"] == want].reset_index(drop=True)
+    if "device_id" in cols:
+        dev = cols["device_id"]
+        devs = set(pd.unique(dev.dropna()).tolist())
+        if len(devs) > 1:
+            want = ctx.profile.meta.device_id
+            if want is None or want not in devs:
+                want = int(sorted(devs)[0])
+            keep = (dev == want).fillna(False).to_numpy(dtype=bool)
+            cols = {c: v[keep] for c, v in cols.items()}
     breakdown = [c.column for c in NPU_STEP_CATEGORIES]
     for c in breakdown:
-        if c not in out.columns:
-            out[c] = np.zeros(len(out), np.int64)
-    out["total_ns"] = (out["bd_computing"] + out["bd_communication_not_overlapped"]
-                       + out["bd_free"])
-    win = ctx.step_windows
-    if win is not None and len(win):
-        if (out["step"] == 0).all() and not (win["step"] == 0).any():
-            # One whole-run row (MindSpore, or no steps): the window covering all steps.
-            win = pd.DataFrame({"step": [0], "start_ns": [win["start_ns"].min()],
-                                "end_ns": [win["end_ns"].max()]})
-        m = out[["step"]].merge(win, on="step", how="left")
-        out["start_ns"] = m["start_ns"].fillna(0).astype(np.int64).to_numpy()
-        out["end_ns"] = m["end_ns"].fillna(0).astype(np.int64).to_numpy()
+        if c not in cols:
+            cols[c] = np.zeros(len(cols["step"]), np.int64)
+    cols["total_ns"] = (cols["bd_computing"] + cols["bd_communication_not_overlapped"]
+                        + cols["bd_free"])
     order = ["step", "start_ns", "end_ns", "total_ns", *breakdown]
+    win = ctx.step_windows
+    if win is not None and len(win):  # (the trace read in this stage: the frame's merge)
+        ctx.profile.set("steps", _steps_in_windows(pd.DataFrame(cols), win, order),
+                        keep_extra=True)
+        return
+    names = [c for c in order if c in cols] + [c for c in cols if c not in order]
+    by_step = np.argsort(cols["step"], kind="stable")
+    # In Arrow (`Profile.set` stores it without a pandas frame); the device ids as pandas'
+    # nullable Int64, as the frame kept them.
+    fields = [pa.field(c, pa.int64(), metadata=NULLABLE_INT if c == "device_id" else None)
+              for c in names]
+    arrays = [pa.array(np.asarray(cols[c])[by_step] if c != "device_id"
+                       else cols[c][by_step], pa.int64(), from_pandas=True) for c in names]
+    ctx.profile.set("steps", pa.Table.from_arrays(arrays, schema=pa.schema(fields)),
+                    keep_extra=True)
+
+
+def _steps_in_windows(out: pd.DataFrame, win: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """The steps with the trace's ProfilerStep windows as their start and end."""
+    if (out["step"] == 0).all() and not (win["step"] == 0).any():
+        # One whole-run row (MindSpore, or no steps): the window covering all steps.
+        win = pd.DataFrame({"step": [0], "start_ns": [win["start_ns"].min()],
+                            "end_ns": [win["end_ns"].max()]})
+    m = out[["step"]].merge(win, on="step", how="left")
+    out["start_ns"] = m["start_ns"].fillna(0).astype(np.int64).to_numpy()
+    out["end_ns"] = m["end_ns"].fillna(0).astype(np.int64).to_numpy()
     out = out[[c for c in order if c in out.columns]
               + [c for c in out.columns if c not in order]]
-    out = out.sort_values("step", kind="stable").reset_index(drop=True)
-    ctx.profile.set("steps", out, keep_extra=True)
+    return out.sort_values("step", kind="stable").reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- memory

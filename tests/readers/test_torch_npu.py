@@ -500,6 +500,31 @@ def test_steps_empty_step_and_no_trace(tmp_path):
     assert not prof.has("slices")
 
 
+def test_steps_of_a_file_with_several_devices_keep_the_spans_device(tmp_path):
+    """A step_trace_time.csv holding several devices keeps the span's rows (in step order,
+    the device id as a nullable integer: an id cell may be empty), as the views stage
+    stores it without a trace (the timeline stage reads the trace later)."""
+    span = make_span(tmp_path, trace=False, steps=11)
+    h = STEP_VARIANTS[11]
+
+    def row(dev, step):
+        return [dev if c == "Device_id" else step if c == "Step" else STEP_VALUES[step][c]
+                for c in h]
+
+    write_csv(out_file(span, "step_trace_time.csv"), h,
+              [row("7", "4"), row(str(DEV), "4"), row("", "3"), row(str(DEV), "3"),
+               row("7", "3")])
+    prof = torch_npu.read(span, None, stage="views")
+    assert prof.errors == []
+    st = prof.table("steps")
+    assert st["step"].tolist() == [3, 4]
+    assert str(st["device_id"].dtype) == "Int64" and st["device_id"].tolist() == [DEV, DEV]
+    assert st["bd_free"].tolist() == [ns(STEP_VALUES["3"]["Free"]), ns(STEP_VALUES["4"]["Free"])]
+    assert st["total_ns"].tolist() == [sum(ns(STEP_VALUES[k][c]) for c in (
+        "Computing", "Communication(Not Overlapped)", "Free")) for k in ("3", "4")]
+    assert st["start_ns"].tolist() == [0, 0]
+
+
 def test_steps_from_overlap_matches_csv(tmp_path):
     """Without step_trace_time.csv the reader leaves steps empty; the analysis recomputes them."""
     span = make_span(tmp_path, steps=None)

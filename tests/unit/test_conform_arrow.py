@@ -120,6 +120,27 @@ def test_extra_text_and_boolean_columns_are_kept_as_a_frame_of_rows_keeps_them()
     assert got.column("aggregate").to_pylist() == [False, False, True]
 
 
+def test_an_extra_int64_column_marked_nullable_is_stored_as_pandas_int64():
+    """A reader's nullable integer extra (the steps' device_id) is an int64 Arrow field with
+    `model.NULLABLE_INT` metadata: stored as the pandas path stores an Int64 column; the
+    same column unmarked is a plain int64, missing cells and all."""
+    ids = [4, None, 4]
+    frame = pd.DataFrame({"step": np.array([1, 2, 3]), "total_ns": np.array([5, 6, 7]),
+                          "device_id": pd.array(ids, dtype="Int64")})
+    want = pa.Table.from_pandas(model.conform(frame, "steps", keep_extra=True),
+                                preserve_index=False)
+    fields = [pa.field("step", pa.int64()), pa.field("total_ns", pa.int64()),
+              pa.field("device_id", pa.int64(), metadata=model.NULLABLE_INT)]
+    arrow = pa.Table.from_arrays([pa.array([1, 2, 3]), pa.array([5, 6, 7]), pa.array(ids)],
+                                 schema=pa.schema(fields))
+    got = model.conform_arrow(arrow, "steps", keep_extra=True)
+    assert got.equals(want, check_metadata=True), (got.schema, want.schema)
+    assert str(arrow_to_frame(got)["device_id"].dtype) == "Int64"
+    plain = model.conform_arrow(arrow.cast(pa.schema([f.remove_metadata() for f in fields])),
+                                "steps", keep_extra=True)
+    assert not plain.equals(want, check_metadata=True)
+
+
 def test_an_extra_column_of_another_type_is_refused():
     t = pa.table({"name": ["a"], "note": pa.array([[1]])})
     with pytest.raises(TypeError, match="note"):
