@@ -1,9 +1,11 @@
 """Where the benchmarks put the caches and scratch files they build: beside the plugin's
 default cache root (`${XDG_CACHE_HOME:-~/.cache}`, tb_plugin/cache.py), where a user's cache
-is, and not in /tmp. On the VMs these numbers come from, creating a file anywhere under /tmp
-costs ~0.4 ms against ~0.04 ms elsewhere on the same ext4 disk (docs/benchmarks.md,
-twenty-first session), which would be charged to every table a load writes (17 files per
-span) and never to a user whose cache is where the plugin puts it."""
+is, rather than in /tmp, where the test suite and other tools create and delete thousands
+of files. On the VMs these numbers come from, the kernel CPU of creating a file moves
+between ~20 us and ~700 us with the recent activity of the filesystem (the same directory
+minutes apart; docs/benchmarks.md, twenty-first session), and a cold load creates 17 files
+per span, so a benchmark of a load also measures the disk's recent history: compare runs
+made in the same minutes."""
 from __future__ import annotations
 
 import os
