@@ -176,11 +176,20 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None,
     if len(k) == 0 or not ratio_cols:
         return pd.DataFrame({group_by: pd.array([], dtype="string")})
     codes, labels = key_codes(k[kernels_view.GROUP_KEYS[group_by]])
-    n = len(labels)
+    out: dict = {group_by: pd.array(labels.astype(str), dtype="string")}
+    out.update(_per_group(profile, k, ratio_cols, codes, len(labels), bound_ratio))
+    keep = out["pmu_calls"] > 0
+    return pd.DataFrame({c: v[keep] for c, v in out.items()})
+
+
+def _per_group(profile: Profile, k: pd.DataFrame, ratio_cols: list[str], codes: np.ndarray,
+               n: int, bound_ratio: float) -> dict:
+    """`table`'s counter columns for each of the n group codes (groups without counters
+    included: pmu_calls 0), as arrays."""
     dur = k["dur_ns"].to_numpy(dtype=np.float64)
     # Columns as arrays, one frame at the end: a profile's kernel view has a few hundred
     # groups, where pandas' per-column costs were most of the time.
-    out: dict = {group_by: pd.array(labels.astype(str), dtype="string")}
+    out: dict = {}
     pipes = _pipe_ratio_arrays(k)
     counted = np.zeros(len(k), dtype=bool)
     for c in ratio_cols:
@@ -206,8 +215,7 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None,
         out["memory_bound"] = np.where(denom > 0, out["mte2_ratio"] / denom, np.nan)
     _block_dims(out, k, codes, n, profile)
     out["l2_hit_rate"] = _l2_hit_rate(k, codes, n)
-    keep = out["pmu_calls"] > 0
-    return pd.DataFrame({c: v[keep] for c, v in out.items()})
+    return out
 
 
 def _block_dims(out: dict, k: pd.DataFrame, codes: np.ndarray, n: int,
@@ -305,11 +313,31 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
                         bound_ratio: float | None = None) -> pd.DataFrame:
     """`kernels.table` plus the groups' PMU counter columns (`table`; empty cells for
     groups without counters); `kernels.table` unchanged when the profile has none."""
-    t = kernels_view.table(profile, group_by, step)
-    kw = {} if bound_ratio is None else {"bound_ratio": bound_ratio}
-    counters = table(profile, group_by, step, **kw)
-    if len(counters) == 0:
+    t, row_codes, k, codes, labels = kernels_view.grouped(profile, group_by, step)
+    ratio_cols = ratio_columns(k)
+    if len(k) == 0 or not ratio_cols:
         return t
+    per = _per_group(profile, k, ratio_cols, codes, len(labels),
+                     BOUND_RATIO if bound_ratio is None else bound_ratio)
+    if not (per["pmu_calls"] > 0).any():
+        return t
+    text = labels.astype(str)
+    if len(set(text.tolist())) == len(text):
+        return _joined_by_code(t, per, row_codes)
+    # Two groups whose labels read the same as text: joined by the text, the first
+    # counters row of each (as the view has always shown them).
+    return _joined_by_text(t, _counters_frame(per, text, group_by), group_by)
+
+
+def _counters_frame(per: dict, text: np.ndarray, group_by: str) -> pd.DataFrame:
+    """The groups with counters as `table` gives them."""
+    return pd.DataFrame({group_by: pd.array(text, dtype="string"),
+                         **per})[per["pmu_calls"] > 0].reset_index(drop=True)
+
+
+def _joined_by_text(t: pd.DataFrame, counters: pd.DataFrame, group_by: str) -> pd.DataFrame:
+    """`t` plus the counter columns of the `counters` row whose label reads as each row's
+    (the first such row), or empty cells."""
     counters = counters.drop(columns=[c for c in counters.columns
                                       if c in t.columns and c != group_by])
     # A left join by position: each group's counters row (the first, should two labels
@@ -336,7 +364,33 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
                                              missing.copy())
         else:
             cols[c] = pd.api.extensions.take(values, at, allow_fill=True)
-    out = pd.DataFrame(cols)
+    return _with_int_counts(pd.DataFrame(cols))
+
+
+def _joined_by_code(t: pd.DataFrame, per: dict, row_codes: np.ndarray) -> pd.DataFrame:
+    """`t` plus each row's group's counter columns (`_per_group`), empty where the group has
+    no counters: the rows the text join of `table_with_counters` gives, with the types it
+    gives (a counters frame's column types), without the counters frame and the join."""
+    has = per["pmu_calls"][row_codes] > 0
+    missing = ~has
+    safe = np.where(has, row_codes, 0)
+    at = np.where(has, row_codes, -1)
+    cols = {c: t[c].array for c in t.columns}
+    for c, values in per.items():
+        if c in cols:
+            continue
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+            cols[c] = np.where(missing, np.nan, values[safe])
+        elif isinstance(values, np.ndarray) and c in _COUNT_COLUMNS:
+            cols[c] = pd.arrays.IntegerArray(values.astype(np.int64)[safe], missing.copy())
+        else:
+            if isinstance(values, np.ndarray):  # (what a frame's column of it holds)
+                values = pd.arrays.NumpyExtensionArray(values)
+            cols[c] = pd.api.extensions.take(values, at, allow_fill=True)
+    return _with_int_counts(pd.DataFrame(cols))
+
+
+def _with_int_counts(out: pd.DataFrame) -> pd.DataFrame:
     for col in _COUNT_COLUMNS:
         if str(out[col].dtype) != "Int64":
             out[col] = out[col].astype("Int64")

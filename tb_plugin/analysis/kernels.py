@@ -79,11 +79,19 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None) -> 
     Columns: [<group_by>, calls, total_us, avg_us, min_us, max_us, wait_us, avg_wait_us],
     ordered by total_us descending (ties by key ascending).
     """
+    return grouped(profile, group_by, step)[0]
+
+
+def grouped(profile: Profile, group_by: str = "name", step: int | None = None):
+    """`table`, with what it was made from for a caller that adds columns per group
+    (kernel_counters.table_with_counters): (table, the group code of each of its rows, the
+    view rows, their group codes, the labels of the codes)."""
     _check_group(group_by)
     key = GROUP_KEYS[group_by]
     k = view_rows(profile, step)
     if len(k) == 0:
-        return _empty(group_by)
+        return _empty(group_by), np.zeros(0, np.int64), k, np.zeros(0, np.int64), \
+            np.zeros(0, dtype=object)
     codes, cats = key_codes(k[key])
     dur = k["dur_ns"].to_numpy(dtype=np.int64)
     wait = k["wait_ns"].to_numpy(dtype=np.int64)
@@ -110,8 +118,8 @@ def table(profile: Profile, group_by: str = "name", step: int | None = None) -> 
         "wait_us": wait_total / 1000.0,
         "avg_wait_us": wait_total / 1000.0 / calls,
     })
-    return out.sort_values(["total_us", group_by], ascending=[False, True],
-                           kind="stable").reset_index(drop=True)
+    out = out.sort_values(["total_us", group_by], ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True), uniq[out.index.to_numpy()], k, codes, cats
 
 
 def _empty(group_by: str) -> pd.DataFrame:

@@ -200,3 +200,23 @@ def test_msprof_op_summary_counters_and_core_counts(tmp_path):
     assert t.loc[mm, "block_dim_mismatch_calls"] == sum(1 for r in rs if int(r["Block Num"]) % 20)
     # the planted key "mm" misfits; "mm_s" (same kernel name) keeps a full wave
     assert 0 < t.loc[mm, "block_dim_mismatch_calls"] < len(rs)
+
+
+@pytest.mark.parametrize("group_by", ["name", "type", "core"])
+def test_counters_joined_by_group_code_equal_the_join_by_label_text(pmu_run, group_by):
+    """`table_with_counters` joins each kernel group's counters by its group code; the
+    join by label text (kept for labels that read the same) gives the same frame, groups
+    without counters (communication, AI CPU) included."""
+    from tb_plugin.analysis import kernels as kv
+
+    _, prof = pmu_run
+    got = kc.table_with_counters(prof, group_by)
+    t, _, k, codes, labels = kv.grouped(prof, group_by)
+    per = kc._per_group(prof, k, kc.ratio_columns(k), codes, len(labels), kc.BOUND_RATIO)
+    want = kc._joined_by_text(t, kc._counters_frame(per, labels.astype(str), group_by),
+                              group_by)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["pmu_calls"].notna().any() and got["pmu_calls"].isna().any()  # (both kinds)
+    by_label = kc.table(prof, group_by).set_index(group_by)["pmu_calls"]
+    for label, calls in zip(got[group_by], got["pmu_calls"]):
+        assert (calls if pd.notna(calls) else 0) == by_label.get(label, 0)
