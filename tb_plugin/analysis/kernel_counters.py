@@ -221,22 +221,28 @@ def _per_group(profile: Profile, k: pd.DataFrame, ratio_cols: list[str], codes: 
 def _block_dims(out: dict, k: pd.DataFrame, codes: np.ndarray, n: int,
                 profile: Profile) -> None:
     meta = profile.meta
-    block = k["block_dim"].astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
+    block = k["block_dim"].to_numpy(dtype=np.float64, na_value=np.nan)
     cores = core_counts(k["core_type"], meta.ai_core_num, meta.aiv_num)
     # per call: block % cores != 0 (only where both are known and block > 0)
     known = np.isfinite(block) & np.isfinite(cores) & (block > 0)
     with np.errstate(all="ignore"):
         mismatch = known & (np.fmod(block, np.where(known, cores, 1)) != 0)
-    out["block_dim"] = pd.array(_mode(block, codes, n), dtype="Float64").astype("Int64")
+    b = _mode(block, codes, n)
+    out["block_dim"] = _whole_numbers(b)
     core_mode = _mode(cores, codes, n)
-    out["core_num"] = pd.array(core_mode, dtype="Float64").astype("Int64")
-    b = out["block_dim"].to_numpy(dtype=np.float64, na_value=np.nan)
+    out["core_num"] = _whole_numbers(core_mode)
     with np.errstate(all="ignore"):
         waves = np.where((b > 0) & (core_mode > 0), np.ceil(b / core_mode), np.nan)
-        out["waves"] = pd.array(waves, dtype="Float64").astype("Int64")
+        out["waves"] = _whole_numbers(waves)
         out["tail_waste"] = np.where(waves > 0, 1.0 - b / (waves * core_mode), np.nan)
     out["block_dim_mismatch_calls"] = np.bincount(
         codes, weights=mismatch.astype(np.float64), minlength=n).astype(np.int64)
+
+
+def _whole_numbers(values: np.ndarray) -> pd.arrays.IntegerArray:
+    """Whole numbers held as floats (NaN: none) as a nullable Int64 array."""
+    missing = np.isnan(values)
+    return pd.arrays.IntegerArray(np.where(missing, 0, values).astype(np.int64), missing)
 
 
 def _l2_hit_rate(k: pd.DataFrame, codes: np.ndarray, n: int) -> np.ndarray:
