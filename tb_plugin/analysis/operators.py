@@ -65,23 +65,27 @@ def default_sort(profile: Profile) -> str:
 
 
 def _aggregate(ops: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    frame = {}
-    label_of = {}
-    for key in keys:
-        codes, labels = key_codes(ops[key])
-        frame[key] = codes
-        label_of[key] = labels
-    for c in TIME_COLUMNS:
-        frame[c] = ops[f"{c}_ns"].to_numpy(dtype=np.int64)
-    frame["calls"] = np.ones(len(ops), dtype=np.int64)
-    g = pd.DataFrame(frame).groupby(keys, sort=False).sum()
+    """Calls and summed times per group of `keys`, the groups in the order of their first
+    call (as pandas' `groupby(sort=False)` gives them), with numpy on the key codes: one
+    stable sort and segment sums (exact int64), no groupby (~2 ms a table)."""
+    codes, labels = zip(*(key_codes(ops[key]) for key in keys))
+    width = len(labels[1]) if len(keys) > 1 else 1
+    group = codes[0] * width + (codes[1] if len(keys) > 1 else 0)
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    by_first_call = np.argsort(order[starts], kind="stable")  # (a run's first row: its first call)
+    starts_in_order = starts[by_first_call]
+    ids = sorted_group[starts_in_order]
+    ends = np.r_[starts[1:], len(sorted_group)][by_first_call]
     out = {}
     for i, key in enumerate(keys):
-        level = g.index.get_level_values(i).to_numpy() if len(keys) > 1 else g.index.to_numpy()
-        out[key] = pd.array(label_of[key][level].astype(str), dtype="string")
-    out["calls"] = g["calls"].to_numpy()
+        level = ids // width if i == 0 else ids % width
+        out[key] = pd.array(labels[i][level].astype(str), dtype="string")
+    out["calls"] = (ends - starts_in_order).astype(np.int64)
     for c in TIME_COLUMNS:
-        out[f"{c}_us"] = g[c].to_numpy() / 1000.0
+        sums = np.add.reduceat(ops[f"{c}_ns"].to_numpy(dtype=np.int64)[order], starts)
+        out[f"{c}_us"] = sums[by_first_call] / 1000.0
     return pd.DataFrame(out)
 
 

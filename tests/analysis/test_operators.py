@@ -128,3 +128,37 @@ def test_invalid_group_and_empty():
         operators.table(_profile(), "shape")
     df = operators.table(Profile(), "name_shape")
     assert list(df.columns) == ["name", "input_shapes"] + TIME_COLS and len(df) == 0
+
+
+@pytest.mark.parametrize("fixture", ["torch_npu_dist4", "torch_npu_level1", "kineto_gpu",
+                                     "mindspore_2x"])
+@pytest.mark.parametrize("group_by", ["name", "name_shape"])
+def test_groups_of_real_sized_fixtures_equal_a_pandas_groupby(fixture, group_by):
+    """The operator table of every fixture profile equals one made with pandas' groupby
+    (the sums, the calls, the labels and the default order)."""
+    import os
+
+    from tests.advisor.planted import read_all
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", fixture)
+    keys = ["name", "input_shapes"] if group_by == "name_shape" else ["name"]
+    profiles = [p for _, p in read_all(root) if p.has("operators")]
+    assert profiles
+    for prof in profiles:
+        ops = prof.table("operators")
+        frame = {k: ops[k].astype("string").fillna("") for k in keys}
+        frame.update({c: ops[f"{c}_ns"] for c in operators.TIME_COLUMNS})
+        frame["calls"] = 1
+        g = pd.DataFrame(frame).groupby(keys, sort=False).sum().reset_index()
+        want = {k: g[k].astype(str).tolist() for k in keys}
+        want["calls"] = g["calls"].tolist()
+        want.update({f"{c}_us": (g[c] / 1000.0).tolist() for c in operators.TIME_COLUMNS})
+        want = pd.DataFrame(want)
+        first = "device_self_us" if operators.has_device_time(prof) else "host_self_us"
+        want = want.sort_values([first] + keys, ascending=[False] + [True] * len(keys),
+                                kind="stable").reset_index(drop=True)
+        got = operators.table(prof, group_by)
+        assert got[keys].astype(str).values.tolist() == want[keys].values.tolist()
+        assert got["calls"].tolist() == want["calls"].tolist()
+        for c in operators.TIME_COLUMNS:
+            assert got[f"{c}_us"].tolist() == want[f"{c}_us"].tolist()
