@@ -17,11 +17,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from .context import ReadContext
-from .json_numbers import int_or_none, ms_to_ns, number
+from .json_numbers import int64_or_none, ms_to_ns, number
 from .us_text import us_text_to_ns
 
 COMM_TIME_KEYS = {
@@ -48,7 +47,7 @@ def step_sections(doc: dict):
     if stepped and all(isinstance(doc[k], dict) for k in stepped):
         for k in stepped:
             m = _STEP_KEY.match(k)
-            step = int(m.group(1)) if m.group(1) else None
+            step = int64_or_none(m.group(1))  # ("step": no number; beyond int64: damage)
             for kind, ops in doc[k].items():
                 if isinstance(ops, dict):
                     yield step, str(kind), ops
@@ -137,7 +136,7 @@ def read_communication_matrix(ctx: ReadContext) -> None:
                 if not isinstance(info, dict):
                     continue
                 src, _, dst = str(link).partition("-")
-                s, d = _rank(src), _rank(dst)
+                s, d = int64_or_none(src), int64_or_none(dst)
                 if s is None:
                     continue
                 op_name = str(info.get("Op Name") or (head if not aggregate else ""))
@@ -160,27 +159,14 @@ def read_communication_matrix(ctx: ReadContext) -> None:
     ctx.profile.set("communication_links", links_table(rows), keep_extra=True)
 
 
-def _rank(text) -> int | None:
-    """A link end's rank; None when it is none (no number, or beyond int64: damage)."""
-    r = int_or_none(text)
-    return r if r is not None and -(1 << 63) <= r < (1 << 63) else None
-
-
 _LINK_TYPES = {"step": "int64", "op": "string", "src_rank": "int64", "dst_rank": "int64",
                "transport": "string", "transit_size_mb": "float64", "transit_ns": "int64",
                "bandwidth_gbps": "float64", "op_name": "string", "group": "string",
                "kind": "string", "aggregate": "bool_"}
 
 
-def links_table(rows: list[dict]):
-    """`read_communication_matrix`'s rows as the communication_links table: in Arrow
-    (`Profile.set` stores it without a pandas frame), or as a frame when a value does not
-    fit its Arrow type (a rank beyond int64 in a damaged file: pandas' conversion then
-    decides, as it always did)."""
-    try:
-        return pa.table({c: pa.array([r[c] for r in rows], getattr(pa, t)())
-                         for c, t in _LINK_TYPES.items()})
-    except (OverflowError, TypeError, pa.ArrowException):
-        out = pd.DataFrame(rows)
-        out["step"] = out["step"].astype("Int64")
-        return out
+def links_table(rows: list[dict]) -> pa.Table:
+    """`read_communication_matrix`'s rows as the communication_links table, in Arrow
+    (`Profile.set` stores it without a pandas frame; every step and rank fits int64)."""
+    return pa.table({c: pa.array([r[c] for r in rows], getattr(pa, t)())
+                     for c, t in _LINK_TYPES.items()})

@@ -16,6 +16,12 @@ def int_or_none(v) -> int | None:
         return None
 
 
+def int64_or_none(v) -> int | None:
+    """`int_or_none`, and None beyond the int64 range too (an id that large is damage)."""
+    i = int_or_none(v)
+    return i if i is not None and -(1 << 63) <= i < (1 << 63) else None
+
+
 def ms_to_ns(v) -> int:
     """Milliseconds (number or text) to int ns; 0 when missing, not a number or beyond int64
     (no time: damage such as 1e308 ms)."""

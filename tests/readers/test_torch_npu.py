@@ -687,6 +687,22 @@ def test_communication_matrix_skips_a_link_whose_rank_is_beyond_int64(tmp_path):
     assert lk["op_name"].tolist() == ["allreduce-top1", "allreduce-top1"]
 
 
+def test_communication_step_number_beyond_int64_is_no_step(tmp_path):
+    """A section key `step<n>` whose n no int64 holds is damage: its ops and links are kept
+    without a step (as under a bare `step` key), and the file reads without an error."""
+    span = make_span(tmp_path)
+    big = f"step{2 ** 70}"
+    with open(out_file(span, "communication.json"), "w") as fh:
+        json.dump({big: COMMUNICATION["step3"]}, fh)
+    with open(out_file(span, "communication_matrix.json"), "w") as fh:
+        json.dump({big: MATRIX["step3"]}, fh)
+    prof = torch_npu.read(span, None)
+    assert prof.errors == []
+    ops, links = prof.table("communication_ops"), prof.table("communication_links")
+    assert len(ops) and ops["step"].isna().all()
+    assert len(links) and links["step"].isna().all()
+
+
 def test_flat_msprof_communication_layout(tmp_path):
     span = make_span(tmp_path, producer="mindspore", kernel="mindspore", memory=5, opmem=None, steps=9)
     flat = dict(COMMUNICATION["step3"]["collective"])
