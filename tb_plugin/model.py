@@ -372,9 +372,12 @@ _EXTRA_SAMPLES = {"double": 0.0, "int64": 0, "string": "", "large_string": "", "
 NULLABLE_INT = {b"pandas_dtype": b"Int64"}  # field metadata of an Int64 extra column
 
 
-def _extra_sample(kind: str):
-    return pd.array([0], dtype="Int64") if kind == "Int64" else [_EXTRA_SAMPLES[kind]]
 _metadata_templates: dict[tuple, tuple] = {}
+
+
+def _extra_sample(kind: str):
+    """A one-row column of `kind` (`_EXTRA_SAMPLES`) as a reader's rows would make it."""
+    return pd.array([0], dtype="Int64") if kind == "Int64" else [_EXTRA_SAMPLES[kind]]
 
 
 def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> tuple[dict, list]:

@@ -327,56 +327,15 @@ def table_with_counters(profile: Profile, group_by: str = "name", step: int | No
                      BOUND_RATIO if bound_ratio is None else bound_ratio)
     if not (per["pmu_calls"] > 0).any():
         return t
-    text = labels.astype(str)
-    if len(set(text.tolist())) == len(text):
-        return _joined_by_code(t, per, row_codes)
-    # Two groups whose labels read the same as text: joined by the text, the first
-    # counters row of each (as the view has always shown them).
-    return _joined_by_text(t, _counters_frame(per, text, group_by), group_by)
-
-
-def _counters_frame(per: dict, text: np.ndarray, group_by: str) -> pd.DataFrame:
-    """The groups with counters as `table` gives them."""
-    return pd.DataFrame({group_by: pd.array(text, dtype="string"),
-                         **per})[per["pmu_calls"] > 0].reset_index(drop=True)
-
-
-def _joined_by_text(t: pd.DataFrame, counters: pd.DataFrame, group_by: str) -> pd.DataFrame:
-    """`t` plus the counter columns of the `counters` row whose label reads as each row's
-    (the first such row), or empty cells."""
-    counters = counters.drop(columns=[c for c in counters.columns
-                                      if c in t.columns and c != group_by])
-    # A left join by position: each group's counters row (the first, should two labels
-    # read the same as text), or empty cells.
-    keys = pd.Index(counters[group_by].astype("string"))
-    first = np.flatnonzero(~keys.duplicated())
-    labels = t[group_by].astype("string")
-    hit = keys[first].get_indexer(labels)
-    at = np.where(hit >= 0, first[np.maximum(hit, 0)], -1)
-    missing = at < 0
-    safe = np.where(missing, 0, at)
-    cols = {c: t[c].array for c in t.columns}
-    cols[group_by] = labels.array
-    for c in counters.columns:
-        if c == group_by:
-            continue
-        values = counters[c].array
-        # numpy columns taken with numpy (pandas' `take` cost ~75 µs a column, and a group
-        # table carries dozens of ratio columns); counts stay integers (NA = no counters)
-        if isinstance(values, pd.arrays.NumpyExtensionArray) and values.dtype.kind == "f":
-            cols[c] = np.where(missing, np.nan, values.to_numpy()[safe])
-        elif isinstance(values, pd.arrays.NumpyExtensionArray) and c in _COUNT_COLUMNS:
-            cols[c] = pd.arrays.IntegerArray(values.to_numpy().astype(np.int64)[safe],
-                                             missing.copy())
-        else:
-            cols[c] = pd.api.extensions.take(values, at, allow_fill=True)
-    return _with_int_counts(pd.DataFrame(cols))
+    # (each group code has its own label: key_codes of a model column, whose categories
+    # are distinct text; so the code is the label the text join used to match)
+    return _joined_by_code(t, per, row_codes)
 
 
 def _joined_by_code(t: pd.DataFrame, per: dict, row_codes: np.ndarray) -> pd.DataFrame:
     """`t` plus each row's group's counter columns (`_per_group`), empty where the group has
-    no counters: the rows the text join of `table_with_counters` gives, with the types it
-    gives (a counters frame's column types), without the counters frame and the join."""
+    no counters, with the types a left join of `table`'s frame gives them (floats with NaN,
+    counts as nullable Int64, other columns taken with NA), without that frame and join."""
     has = per["pmu_calls"][row_codes] > 0
     missing = ~has
     safe = np.where(has, row_codes, 0)
@@ -393,11 +352,4 @@ def _joined_by_code(t: pd.DataFrame, per: dict, row_codes: np.ndarray) -> pd.Dat
             if isinstance(values, np.ndarray):  # (what a frame's column of it holds)
                 values = pd.arrays.NumpyExtensionArray(values)
             cols[c] = pd.api.extensions.take(values, at, allow_fill=True)
-    return _with_int_counts(pd.DataFrame(cols))
-
-
-def _with_int_counts(out: pd.DataFrame) -> pd.DataFrame:
-    for col in _COUNT_COLUMNS:
-        if str(out[col].dtype) != "Int64":
-            out[col] = out[col].astype("Int64")
-    return out
+    return pd.DataFrame(cols)

@@ -204,19 +204,46 @@ def test_msprof_op_summary_counters_and_core_counts(tmp_path):
 
 @pytest.mark.parametrize("group_by", ["name", "type", "core"])
 def test_counters_joined_by_group_code_equal_the_join_by_label_text(pmu_run, group_by):
-    """`table_with_counters` joins each kernel group's counters by its group code; the
-    join by label text (kept for labels that read the same) gives the same frame, groups
-    without counters (communication, AI CPU) included."""
+    """`table_with_counters` joins each kernel group's counters by its group code; joining
+    `table`'s counter rows to the kernel table by label text (as the view did before)
+    gives the same frame, groups without counters (communication, AI CPU) included."""
     from tb_plugin.analysis import kernels as kv
 
     _, prof = pmu_run
     got = kc.table_with_counters(prof, group_by)
-    t, _, k, codes, labels = kv.grouped(prof, group_by)
-    per = kc._per_group(prof, k, kc.ratio_columns(k), codes, len(labels), kc.BOUND_RATIO)
-    want = kc._joined_by_text(t, kc._counters_frame(per, labels.astype(str), group_by),
-                              group_by)
+    want = _joined_by_text(kv.table(prof, group_by), kc.table(prof, group_by), group_by)
     pd.testing.assert_frame_equal(got, want)
     assert got["pmu_calls"].notna().any() and got["pmu_calls"].isna().any()  # (both kinds)
     by_label = kc.table(prof, group_by).set_index(group_by)["pmu_calls"]
     for label, calls in zip(got[group_by], got["pmu_calls"]):
         assert (calls if pd.notna(calls) else 0) == by_label.get(label, 0)
+
+
+def _joined_by_text(t: pd.DataFrame, counters: pd.DataFrame, group_by: str) -> pd.DataFrame:
+    """The reference: `t` plus the counter columns of the `counters` row whose label reads
+    as each row's (the first such row), or empty cells; counts as nullable integers."""
+    import numpy as np
+
+    counters = counters.drop(columns=[c for c in counters.columns
+                                      if c in t.columns and c != group_by])
+    keys = pd.Index(counters[group_by].astype("string"))
+    first = np.flatnonzero(~keys.duplicated())
+    labels = t[group_by].astype("string")
+    hit = keys[first].get_indexer(labels)
+    at = np.where(hit >= 0, first[np.maximum(hit, 0)], -1)
+    missing = at < 0
+    safe = np.where(missing, 0, at)
+    cols = {c: t[c].array for c in t.columns}
+    cols[group_by] = labels.array
+    for c in counters.columns:
+        if c == group_by:
+            continue
+        values = counters[c].array
+        if isinstance(values, pd.arrays.NumpyExtensionArray) and values.dtype.kind == "f":
+            cols[c] = np.where(missing, np.nan, values.to_numpy()[safe])
+        elif isinstance(values, pd.arrays.NumpyExtensionArray) and c in kc._COUNT_COLUMNS:
+            cols[c] = pd.arrays.IntegerArray(values.to_numpy().astype(np.int64)[safe],
+                                             missing.copy())
+        else:
+            cols[c] = pd.api.extensions.take(values, at, allow_fill=True)
+    return pd.DataFrame(cols)
