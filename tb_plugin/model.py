@@ -414,8 +414,6 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
     int64 (pandas' nullable Int64 when the field's metadata is `NULLABLE_INT`), text or
     boolean and are kept as they are, after the schema's (text as the installed pandas'
     default text dtype stores it)."""
-    import json
-
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -426,9 +424,13 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
     arrays, fields, categories = [], [], {}
     for col, dtype in schema.items():
         have = col in table.column_names
+        # (Each cast and fill only where it changes something: a call costs microseconds
+        # even when it has nothing to do, and a small table has dozens of columns.)
         if dtype == "category":
-            values = pc.fill_null(_one_chunk(table.column(col), pa).cast(pa.large_string()),
-                                  "") if have else pa.repeat("", n).cast(pa.large_string())
+            values = _as_type(_one_chunk(table.column(col), pa), types["string"]) if have \
+                else pa.repeat("", n).cast(types["string"])
+            if values.null_count:
+                values = pc.fill_null(values, "")
             arr = _sorted_dictionary(values, pa, pc)
             categories[col] = len(arr.dictionary)
         elif not have:
@@ -438,18 +440,20 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
             if dtype in ("int64", "int32", "int16"):
                 if pa.types.is_floating(arr.type):  # (NaN is no number: 0, as in `conform`)
                     arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
-                arr = pc.fill_null(arr.cast(types[dtype], safe=False), 0)
+                arr = _as_type(arr, types[dtype], safe=False)
+                if arr.null_count:
+                    arr = pc.fill_null(arr, 0)
             elif dtype == "float64":
-                arr = arr.cast(pa.float64())
+                arr = _as_type(arr, types[dtype])
                 if arr.null_count < len(arr) and pc.any(pc.is_nan(arr)).as_py():
                     arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, pa.float64()), arr)
             elif dtype == "string":  # (text stays as given, missing cells too: `conform`
                 is_text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-                arr = arr.cast(pa.large_string())  # converts only columns of another dtype)
-                if not is_text:
+                arr = _as_type(arr, types[dtype])  # converts only columns of another dtype)
+                if not is_text and arr.null_count:
                     arr = pc.fill_null(arr, "")
             else:  # Int64: missing cells stay missing
-                arr = arr.cast(types[dtype])
+                arr = _as_type(arr, types[dtype])
         arrays.append(arr)
         fields.append(col)
     extras = []
@@ -467,19 +471,46 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
             arrays.append(arr)
             fields.append(col)
             extras.append((col, kind))
-    meta, extra_types = _metadata_template(name, tuple(extras))
+    layout = (name, tuple(extras))
+    meta, extra_types = _metadata_template(*layout)
     for i, kind in enumerate(extra_types, start=len(arrays) - len(extras)):
         if arrays[i].type != kind:  # (text as the installed pandas stores it)
             arrays[i] = arrays[i].cast(kind)
-    if categories:
-        meta = dict(meta, columns=[dict(c) for c in meta["columns"]])
-        for c in meta["columns"]:
-            if c["name"] in categories:
-                k = categories[c["name"]]
-                c["numpy_type"] = _category_codes_type(k)
-                c["metadata"] = dict(c["metadata"], num_categories=k)
     return pa.Table.from_arrays(arrays, names=fields).replace_schema_metadata(
-        {b"pandas": json.dumps(meta).encode("utf8")})
+        {b"pandas": _metadata_bytes(layout, meta, tuple(categories.items()))})
+
+
+def _as_type(arr, arrow_type, safe: bool = True):
+    return arr if arr.type == arrow_type else arr.cast(arrow_type, safe=safe)
+
+
+_metadata_encoded: dict[tuple, bytes] = {}
+
+
+def _metadata_bytes(layout: tuple, meta: dict, categories: tuple) -> bytes:
+    """The pandas metadata of a table of this layout as stored (JSON), with each category
+    column's count of categories (`categories`: (column, count) pairs) and the width of its
+    codes; encoded once per layout and counts."""
+    key = (layout, categories)
+    data = _metadata_encoded.get(key)
+    if data is None:
+        import json
+
+        if categories:
+            counts = dict(categories)
+            meta = dict(meta, columns=[dict(c) for c in meta["columns"]])
+            for c in meta["columns"]:
+                if c["name"] in counts:
+                    k = counts[c["name"]]
+                    c["numpy_type"] = _category_codes_type(k)
+                    c["metadata"] = dict(c["metadata"], num_categories=k)
+        data = json.dumps(meta).encode("utf8")
+        if len(_metadata_encoded) < _METADATA_KEPT:
+            _metadata_encoded[key] = data
+    return data
+
+
+_METADATA_KEPT = 4096  # layouts x category counts remembered (a reader meets a few dozen)
 
 
 def _one_chunk(col, pa):
