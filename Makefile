@@ -12,14 +12,19 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# (an editable install does not carry the .pth a wheel installs: tb_plugin/prestart.py)
+PRESTART_LINE = $(PY) -c "from tb_plugin import prestart; prestart.install_line()"
+
 install: $(PY)
 	$(PY) -m pip install -q -e .
+	$(PRESTART_LINE)
 
 demo: install
 	$(VENV)/bin/tensorboard --logdir fixtures --host 127.0.0.1 --port $(PORT)
 
 install-test: $(PY)
 	$(PY) -m pip install -q -e '.[test]' -c tests/constraints.txt
+	$(PRESTART_LINE)
 
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \

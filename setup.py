@@ -2,8 +2,29 @@
 import os
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The fork server's start with the `tensorboard` command (tb_plugin/prestart.py): its .pth
+# goes to the top of the install (site-packages), where Python's `site` runs it.
+PRESTART_PTH = os.path.join("tb_plugin", "prestart.pth")
+PRESTART_PTH_NAME = "tensorboard_plugin_npu_profiler-prestart.pth"  # prestart.PTH_NAME
+
+
+class BuildPyWithPrestart(build_py):
+    """build_py, plus the prestart .pth at the top of the built tree (so of the wheel).
+    An editable install does not carry it (setuptools builds no tree): `make install`
+    adds it (Makefile)."""
+
+    def run(self):
+        super().run()
+        self.copy_file(os.path.join(HERE, PRESTART_PTH),
+                       os.path.join(self.build_lib, PRESTART_PTH_NAME))
+
+    def get_outputs(self, include_bytecode=1):
+        return [*super().get_outputs(include_bytecode),
+                os.path.join(self.build_lib, PRESTART_PTH_NAME)]
+
 
 with open(os.path.join(HERE, "README.md"), encoding="utf-8") as fh:
     LONG_DESCRIPTION = fh.read()
@@ -25,7 +46,8 @@ setup(
     ext_modules=[Extension("tb_plugin.readers._native",
                            ["tb_plugin/readers/_native.c"],
                            extra_compile_args=["-O3"], optional=True)],
-    package_data={"tb_plugin": ["static/*", "static/**/*"]},
+    package_data={"tb_plugin": ["static/*", "static/**/*", "prestart.pth"]},
+    cmdclass={"build_py": BuildPyWithPrestart},
     include_package_data=True,
     install_requires=[
         "tensorboard>=2.11",

@@ -54,6 +54,11 @@ def around(owner, name, before, after=None):
                 note(after)
     setattr(owner, name, wrapper)
 
+# What the installed .pth does for the `tensorboard` command (this launcher is `python -c`):
+sys.argv = ["tensorboard", *sys.argv[1:]]
+from tb_plugin import prestart
+if prestart.start() is not None:
+    note("fork server being started (prestart)")
 from tensorboard.main import run_main
 note("TensorBoard imported")
 from tensorboard.plugins.core import core_plugin
@@ -76,7 +81,6 @@ def counted_submit(self, fn, *args):
             note("last span sent to the readers")
     return submit(self, fn, *args)
 pool.ReaderPool.submit = counted_submit
-sys.argv = ["tensorboard", *sys.argv[1:]]
 run_main()
 """
 

@@ -149,7 +149,8 @@ def ensure_peer() -> str:
 @functools.cache
 def ours_tensorboard() -> str:
     """The tensorboard executable our runs use: $NPU_BENCH_OUR_TB, else that of
-    benchmarks/.ours-venv (`pip install -e` of this checkout, nothing else); if that venv
+    benchmarks/.ours-venv (`pip install -e` of this checkout and the prestart .pth a wheel
+    install adds, nothing else); if that venv
     cannot be made, this interpreter's (said in the log)."""
     override = os.environ.get("NPU_BENCH_OUR_TB")
     if override:
@@ -159,6 +160,11 @@ def ours_tensorboard() -> str:
              f"tb_plugin.__file__))); assert root == {ROOT!r}, root")
     try:
         ensure_venv(OURS_VENV, probe, ["-e", ROOT])
+        # and the .pth a wheel install puts in site-packages (the editable install has
+        # none): the fork server starts with the command (tb_plugin/prestart.py)
+        subprocess.run([os.path.join(OURS_VENV, "bin", "python"), "-c",
+                        "from tb_plugin import prestart; prestart.install_line()"],
+                       check=True, cwd=OURS_VENV)
         return os.path.join(OURS_VENV, "bin", "tensorboard")
     except (OSError, subprocess.CalledProcessError) as exc:
         tb = os.path.join(os.path.dirname(sys.executable), "tensorboard")

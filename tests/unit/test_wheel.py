@@ -39,6 +39,20 @@ def test_the_wheel_is_for_this_platform_and_carries_the_helpers(wheel):
     assert entry
 
 
+def test_the_wheel_installs_the_prestart_line_into_site_packages(wheel):
+    """The .pth of tb_plugin/prestart.py at the top of the wheel (pip puts it in
+    site-packages, where `site` runs it), the checkout's line unchanged."""
+    from tb_plugin import prestart
+
+    with zipfile.ZipFile(wheel) as zf:
+        assert prestart.PTH_NAME in zf.namelist()
+        shipped = zf.read(prestart.PTH_NAME)
+        record = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+        assert prestart.PTH_NAME in zf.read(record).decode()  # (pip uninstall removes it)
+    with open(prestart.PTH_SOURCE, "rb") as fh:
+        assert shipped == fh.read()
+
+
 def test_the_unpacked_wheel_loads_its_compiled_helpers(wheel, tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
