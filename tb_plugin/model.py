@@ -372,37 +372,63 @@ _EXTRA_SAMPLES = {"double": 0.0, "int64": 0, "string": "", "large_string": "", "
 NULLABLE_INT = {b"pandas_dtype": b"Int64"}  # field metadata of an Int64 extra column
 
 
-_metadata_templates: dict[tuple, tuple] = {}
-
-
 def _extra_sample(kind: str):
     """A one-row column of `kind` (`_EXTRA_SAMPLES`) as a reader's rows would make it."""
     return pd.array([0], dtype="Int64") if kind == "Int64" else [_EXTRA_SAMPLES[kind]]
 
 
+# The pandas metadata a table's file carries, as `pa.Table.from_pandas` of the conformed
+# frame writes it, is made of pieces that each cost ~1 ms of pandas / Arrow work the first
+# time: the schema's part per table (`_schema_metadata`) and one column entry per kind of
+# extra column (`_extra_entry`: an extra's entry differs from its kind's only by the
+# column's name). `warm_metadata` makes them all in the fork server, so that a reader's
+# first span does not make them again for every table.
+@functools.cache
+def _schema_metadata(name: str) -> dict:
+    import json
+
+    import pyarrow as pa
+
+    return json.loads(pa.Schema.from_pandas(empty_table(name), preserve_index=False)
+                      .metadata[b"pandas"])
+
+
+@functools.cache
+def _extra_entry(kind: str) -> tuple[dict, object]:
+    """(the pandas metadata entry of an extra column of `kind`, named "x"; its Arrow
+    type). From a one-row frame: from no rows, pandas 2 would call an `object` column of
+    text "empty"."""
+    import json
+
+    import pyarrow as pa
+
+    schema = pa.Schema.from_pandas(pd.DataFrame({"x": _extra_sample(kind)}),
+                                   preserve_index=False)
+    (entry,) = json.loads(schema.metadata[b"pandas"])["columns"]
+    if not entry["name"] == entry["field_name"] == "x":  # (only the name may vary)
+        raise AssertionError(f"unexpected pandas metadata entry {entry}")
+    return entry, schema.field("x").type
+
+
+def warm_metadata() -> None:
+    """Make every table's and every extra kind's metadata piece now (see above)."""
+    for name in SCHEMAS:
+        _schema_metadata(name)
+    for kind in _EXTRA_SAMPLES:
+        _extra_entry(kind)
+
+
 def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> tuple[dict, list]:
     """The pandas metadata of a conformed frame of table `name` with the `extras`
     ((column, Arrow type) kept after the schema's), as `pa.Table.from_pandas` writes it, and
-    the Arrow type of each extra column; made once per layout (it costs ~1-2 ms, as much as
-    the rest of a small table's write). The extras' entries come from a one-row frame: from
-    no rows, pandas 2 would call an `object` column of text "empty"."""
-    key = (name, extras)
-    template = _metadata_templates.get(key)
-    if template is None:
-        import json
-
-        import pyarrow as pa
-
-        meta = json.loads(pa.Schema.from_pandas(empty_table(name), preserve_index=False)
-                          .metadata[b"pandas"])
-        types = []
-        if extras:  # (one frame: a kernels table may carry ~150 counter columns)
-            frame = pd.DataFrame({col: _extra_sample(kind) for col, kind in extras})
-            schema = pa.Schema.from_pandas(frame, preserve_index=False)
-            meta["columns"] += json.loads(schema.metadata[b"pandas"])["columns"]
-            types = [schema.field(col).type for col, _ in extras]
-        template = _metadata_templates[key] = (meta, types)
-    return template
+    the Arrow type of each extra column."""
+    meta = _schema_metadata(name)
+    if not extras:
+        return meta, []
+    pieces = [(_extra_entry(kind), col) for col, kind in extras]
+    meta = dict(meta, columns=[*meta["columns"], *(dict(entry, name=col, field_name=col)
+                                                   for (entry, _), col in pieces)])
+    return meta, [arrow_type for (_, arrow_type), _ in pieces]
 
 
 def conform_arrow(table, name: str, keep_extra: bool = False):

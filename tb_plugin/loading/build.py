@@ -251,6 +251,9 @@ def import_and_freeze() -> None:
     from ..analysis import derive, dispatch, stored, trace_index  # noqa: F401
 
     readers.import_readers()
+    from ..model import warm_metadata
+
+    warm_metadata()  # (what every reader's first tables would make again)
 
     # No collection first: the imports leave ~750 unreachable objects (~190 KB) that a full
     # collection of ~118,000 objects would take 27 ms to find, on the path of every reader's
