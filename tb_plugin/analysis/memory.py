@@ -71,12 +71,14 @@ def downsample_indices(alloc: np.ndarray, reserved: np.ndarray, max_points: int)
 
 
 def _points(ts_us: np.ndarray, alloc: np.ndarray, reserved: np.ndarray) -> list[list]:
-    a = alloc.tolist()
-    r = reserved.tolist()
-    for lst, arr in ((a, alloc), (r, reserved)):
+    """[[ts_us, allocated_mb, reserved_mb], ...] of three float64 arrays, a value that is
+    not finite as None. (One `tolist` of the three as columns: a list per point built in
+    Python cost ~0.4 ms per thousand points.)"""
+    points = np.column_stack((ts_us, alloc, reserved)).astype(np.float64, copy=False).tolist()
+    for col, arr in ((1, alloc), (2, reserved)):
         for i in np.flatnonzero(~np.isfinite(arr)):
-            lst[i] = None
-    return [list(p) for p in zip(ts_us.tolist(), a, r)]
+            points[i][col] = None
+    return points
 
 
 def _total_component(components: dict[str, float | None]) -> str:
