@@ -449,6 +449,7 @@ def median_run(runs: list[dict]) -> dict:
     ok.sort(key=lambda r: r["seconds"])
     best = dict(ok[len(ok) // 2])
     best["runs"] = [{"seconds": r["seconds"], "peak_rss_mb": r["peak_rss_mb"], "ok": r["ok"],
+                     "first_answer_s": r.get("first_answer_s"),
                      "loadavg_before": r["loadavg_before"],
                      "busy_cores_before": r.get("busy_cores_before")} for r in runs]
     best["peak_rss_mb_max"] = max(r["peak_rss_mb"] for r in runs)
