@@ -499,10 +499,56 @@ done:
     return result;
 }
 
+/* plain_numbers(data, offsets, offset, n, wide, max_len) -> bool: whether every byte of
+ * the cells offset .. offset + n - 1 of an Arrow string array (the bytes from the first
+ * cell's start to the last cell's end, null slots' bytes included) is one of "+,-./0123456789"
+ * and no cell (null slots included) has max_len bytes or more: such cells spell no NaN or
+ * inf and no overflowing number. text_cells._no_cell_is_non_finite without its numpy
+ * temporaries: it runs over every column of every CSV. */
+static PyObject *plain_numbers(PyObject *self, PyObject *args) {
+    Py_buffer data, offsets;
+    Py_ssize_t offset, n, max_len;
+    int wide;
+    if (!PyArg_ParseTuple(args, "y*y*nnpn", &data, &offsets, &offset, &n, &wide, &max_len))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t item = wide ? 8 : 4;
+    if (offset < 0 || n < 0 || offsets.len < (offset + n + 1) * item) {
+        PyErr_SetString(PyExc_ValueError, "buffers too short for the cells");
+        goto done;
+    }
+    const unsigned char *d = (const unsigned char *)data.buf;
+    int plain = 1, bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t prev = 0, lo = 0, hi = 0;
+    for (Py_ssize_t i = offset; i <= offset + n; i++) {
+        int64_t o = wide ? ((const int64_t *)offsets.buf)[i] : ((const int32_t *)offsets.buf)[i];
+        if (i == offset) lo = o;
+        else if (o - prev >= max_len) plain = 0;
+        prev = o;
+    }
+    hi = prev;
+    if (n > 0 && (lo < 0 || hi > data.len || hi < lo)) bad = 1;
+    for (int64_t j = lo; plain && !bad && j < hi; j++)
+        if (d[j] < '+' || d[j] > '9') plain = 0;
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "an offset outside the data");
+        goto done;
+    }
+    result = PyBool_FromLong(plain);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"boundary_bytes", boundary_bytes, METH_VARARGS,
      "boundary_bytes(data, offsets, validity, offset, n, wide, first, last) -> bool (see"
      " source)."},
+    {"plain_numbers", plain_numbers, METH_VARARGS,
+     "plain_numbers(data, offsets, offset, n, wide, max_len) -> bool (see source)."},
     {"us_to_ns", us_to_ns, METH_VARARGS,
      "us_to_ns(buf, starts, ends) -> (ns, slow): decimal µs texts to int64 ns (see source)."},
     {"gather", gather, METH_VARARGS,

@@ -199,8 +199,16 @@ def _no_cell_is_non_finite(col) -> bool:
     """True when no cell of a text column can parse to NaN / inf (every byte of the
     column's cells is one of `+,-./0123456789`, and no cell is long enough to overflow);
     False when unsure. A numeric column without such cells needs no float parse here."""
+    plain = getattr(native.helpers, "plain_numbers", None)
     for arr in _chunks(col):
         if len(arr) == 0:
+            continue
+        if plain is not None:  # (in C: the same bytes and lengths, no numpy temporaries)
+            _, offsets, data = arr.buffers()[:3]
+            wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+            if not plain(data if data is not None else b"", offsets, arr.offset, len(arr),
+                         wide, _FINITE_DIGITS):
+                return False
             continue
         buf, starts, ends, _ = _text_cells(arr)
         lo, hi = int(starts[0]), int(ends[-1])

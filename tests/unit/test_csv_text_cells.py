@@ -327,3 +327,42 @@ def test_boundary_checks_as_python_on_both_paths(boundary_path, typ):
                 text = [c.decode() for c in present]
                 if any(c != c.strip() for c in text):
                     assert text_cells.may_need_trim(col)
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string()])
+def test_finite_shortcut_as_python_on_both_paths(boundary_path, typ):
+    """_no_cell_is_non_finite against its definition in Python (every byte from the first
+    cell's start to the last cell's end, null slots' included, is one of
+    "+,-./0123456789", and no cell has 300 bytes or more), on sliced and chunked arrays,
+    with the compiled helper and without."""
+    rng = random.Random(13)
+    alphabet = ["1", "9", "0", "+", "-", ".", ",", "/", "e", "n", " ", "*", ":", ""]
+
+    def definition(arr) -> bool:
+        for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+            if len(chunk) == 0:
+                continue
+            _, offsets, data = chunk.buffers()[:3]
+            item = 8 if pa.types.is_large_string(chunk.type) else 4
+            off = [int.from_bytes(offsets.to_pybytes()[i * item:(i + 1) * item], "little",
+                                  signed=True)
+                   for i in range(chunk.offset, chunk.offset + len(chunk) + 1)]
+            raw = data.to_pybytes() if data is not None else b""
+            if any(b - a >= 300 for a, b in zip(off, off[1:])):
+                return False
+            if any(not (ord("+") <= c <= ord("9")) for c in raw[off[0]:off[-1]]):
+                return False
+        return True
+
+    for _ in range(400):
+        cells = [None if rng.random() < 0.2 else
+                 "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5)))
+                 for _ in range(rng.randrange(1, 7))]
+        if rng.random() < 0.1:
+            cells[rng.randrange(len(cells))] = "1" * rng.choice([299, 300, 301])
+        arr = pa.array(cells, typ)
+        lo = rng.randrange(0, len(cells))
+        part = arr.slice(lo, rng.randrange(0, len(cells) - lo + 1))
+        chunked = pa.chunked_array([part, arr.slice(0, lo)], typ)
+        for col in (arr, part, chunked):
+            assert text_cells._no_cell_is_non_finite(col) is definition(col), cells
