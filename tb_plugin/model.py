@@ -418,17 +418,15 @@ def warm_metadata() -> None:
         _extra_entry(kind)
 
 
-def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> tuple[dict, list]:
+def _metadata_template(name: str, extras: tuple[tuple[str, str], ...]) -> dict:
     """The pandas metadata of a conformed frame of table `name` with the `extras`
-    ((column, Arrow type) kept after the schema's), as `pa.Table.from_pandas` writes it, and
-    the Arrow type of each extra column."""
+    ((column, kind) kept after the schema's), as `pa.Table.from_pandas` writes it."""
     meta = _schema_metadata(name)
     if not extras:
-        return meta, []
-    pieces = [(_extra_entry(kind), col) for col, kind in extras]
-    meta = dict(meta, columns=[*meta["columns"], *(dict(entry, name=col, field_name=col)
-                                                   for (entry, _), col in pieces)])
-    return meta, [arrow_type for (_, arrow_type), _ in pieces]
+        return meta
+    return dict(meta, columns=[*meta["columns"],
+                               *(dict(_extra_entry(kind)[0], name=col, field_name=col)
+                                 for col, kind in extras)])
 
 
 def conform_arrow(table, name: str, keep_extra: bool = False):
@@ -497,13 +495,10 @@ def conform_arrow(table, name: str, keep_extra: bool = False):
             arrays.append(arr)
             fields.append(col)
             extras.append((col, kind))
-    layout = (name, tuple(extras))
-    meta, extra_types = _metadata_template(*layout)
-    for i, kind in enumerate(extra_types, start=len(arrays) - len(extras)):
-        if arrays[i].type != kind:  # (text as the installed pandas stores it)
-            arrays[i] = arrays[i].cast(kind)
+    for i, (_, kind) in enumerate(extras, start=len(arrays) - len(extras)):
+        arrays[i] = _as_type(arrays[i], _extra_entry(kind)[1])  # (text as pandas stores it)
     return pa.Table.from_arrays(arrays, names=fields).replace_schema_metadata(
-        {b"pandas": _metadata_bytes(layout, meta, tuple(categories.items()))})
+        {b"pandas": _metadata_bytes((name, tuple(extras)), tuple(categories.items()))})
 
 
 def _as_type(arr, arrow_type, safe: bool = True):
@@ -513,15 +508,17 @@ def _as_type(arr, arrow_type, safe: bool = True):
 _metadata_encoded: dict[tuple, bytes] = {}
 
 
-def _metadata_bytes(layout: tuple, meta: dict, categories: tuple) -> bytes:
-    """The pandas metadata of a table of this layout as stored (JSON), with each category
-    column's count of categories (`categories`: (column, count) pairs) and the width of its
-    codes; encoded once per layout and counts."""
+def _metadata_bytes(layout: tuple, categories: tuple) -> bytes:
+    """The pandas metadata of a table of this layout ((table, extras):
+    `_metadata_template`) as stored (JSON), with each category column's count of
+    categories (`categories`: (column, count) pairs) and the width of its codes; made and
+    encoded once per layout and counts."""
     key = (layout, categories)
     data = _metadata_encoded.get(key)
     if data is None:
         import json
 
+        meta = _metadata_template(*layout)
         if categories:
             counts = dict(categories)
             meta = dict(meta, columns=[dict(c) for c in meta["columns"]])

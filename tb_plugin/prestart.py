@@ -71,7 +71,9 @@ def is_tensorboard_server(argv: list[str], orig_argv: list[str] | None = None,
 
 def wanted(environ=os.environ) -> bool:
     """Whether the readers will be local processes forked from the fork server (not
-    switched off by $NPU_PROFILER_PRESTART=0, not in-process, not on a Dask cluster)."""
+    switched off by $NPU_PROFILER_PRESTART=0, not in-process, not on a Dask cluster).
+    (The variables of loading/pool.py and loading/dask_pool.py, named here as text: this
+    runs at the interpreter's start, before TensorBoard's import, and imports nothing.)"""
     if environ.get(PRESTART_ENV, "").strip() == "0":
         return False
     if environ.get("NPU_PROFILER_INPROCESS") == "1":

@@ -57,13 +57,18 @@ def _text_cells(arr: pa.Array):
     """(data bytes, starts, ends, valid mask or None) of a string / large_string /
     binary array, read in place from its buffers (a sliced array's own cells only)."""
     n = len(arr)
-    wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    wide = _wide(arr)
     _, offsets, data = arr.buffers()
     item = np.int64 if wide else np.int32
     off = np.frombuffer(offsets, item, n + 1, arr.offset * np.dtype(item).itemsize)
     buf = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
     return buf, off[:-1], off[1:], valid
+
+
+def _wide(arr) -> bool:
+    """Whether a text / binary array's offsets are int64 (large_*) rather than int32."""
+    return pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
 
 
 def _chunks(col) -> list:
@@ -136,7 +141,7 @@ def _native_boundary(col, first: bytes, last: bytes) -> bool:
                 or pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
             arr = arr.cast(pa.string())
         validity, offsets, data = arr.buffers()[:3]
-        wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+        wide = _wide(arr)
         if boundary(data if data is not None else b"", offsets,
                     validity if validity is not None and arr.null_count else b"",
                     arr.offset, len(arr), wide, first, last):
@@ -205,9 +210,8 @@ def _no_cell_is_non_finite(col) -> bool:
             continue
         if plain is not None:  # (in C: the same bytes and lengths, no numpy temporaries)
             _, offsets, data = arr.buffers()[:3]
-            wide = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
             if not plain(data if data is not None else b"", offsets, arr.offset, len(arr),
-                         wide, _FINITE_DIGITS):
+                         _wide(arr), _FINITE_DIGITS):
                 return False
             continue
         buf, starts, ends, _ = _text_cells(arr)
