@@ -22,9 +22,9 @@ REAL_DATA = os.path.join(FIXTURES, "real")
 PLUGIN = "npu_profiler"
 
 
-def generate_large(out: str, trace_mb: int = 30) -> str:
+def generate_large(out: str, trace_mb: int) -> str:
     """A generated torch_npu logdir of one span with a `trace_mb` trace (fixtures/generate.py
-    --large): at 30 MB its timeline takes a reader a few seconds."""
+    --large): at 200 MB its timeline takes a reader seconds on two cores."""
     subprocess.run([sys.executable, os.path.join(FIXTURES, "generate.py"), "--large",
                     "--trace-mb", str(trace_mb), "--out", out], check=True,
                    stdout=subprocess.DEVNULL)

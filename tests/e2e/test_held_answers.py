@@ -7,15 +7,9 @@ import time
 
 import pytest
 
-from tests.tb_server import TensorBoard, generate_large
+from tests.tb_server import TensorBoard
 
 WAIT_MS = 10_000
-
-
-@pytest.fixture(scope="module")
-def large_logdir(tmp_path_factory):
-    """One span whose timeline takes its reader a few seconds."""
-    return generate_large(str(tmp_path_factory.mktemp("held") / "large"))
 
 
 def _profile(tb: TensorBoard) -> dict:

@@ -16,15 +16,9 @@ import time
 import psutil
 import pytest
 
-from tests.tb_server import TensorBoard, generate_large
+from tests.tb_server import TensorBoard
 
 EXIT_S = 20  # far less than "forever", far more than an exit takes (well under 1 s here)
-
-
-@pytest.fixture(scope="module")
-def large_logdir(tmp_path_factory):
-    """One span whose timeline takes a reader seconds to build."""
-    return generate_large(str(tmp_path_factory.mktemp("shutdown") / "large"))
 
 
 def _busy_tensorboard(logdir: str) -> tuple[TensorBoard, list[psutil.Process]]:
