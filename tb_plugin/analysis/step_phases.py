@@ -3,7 +3,7 @@ gradient-reduction segments of every step, and their averages and shares as Mind
 step-trace summary shows them (docs/formats.md §2.21, §2.23; ascend_tools_reference §5).
 
 Definitions:
-- The `step_phases` table (model.SCHEMAS) holds one row per phase of a step; readers fill
+- The `step_phases` table (schema.SCHEMAS) holds one row per phase of a step; readers fill
   it from step_trace_raw (MindSpore <= 2.3) or msprof step_trace_*.csv; `from_trace` makes
   the same rows from a trace's Step Trace slices (`Iteration n`, `FP_BP Time n`,
   `Iteration Refresh n`, `Reduce_n_k`) when no reader did (derive.py calls it).
@@ -24,7 +24,8 @@ import re
 import numpy as np
 
 from ..lazy import pd
-from ..model import AVERAGE_STEP, Profile
+from ..model import Profile
+from ..schema import AVERAGE_STEP
 from . import name_text
 
 MAIN_PHASES = ("iteration_interval", "fp_and_bp", "tail")

@@ -251,7 +251,7 @@ def import_and_freeze() -> None:
     from ..analysis import derive, dispatch, stored, trace_index  # noqa: F401
 
     readers.import_readers()
-    from ..model import warm_metadata
+    from ..arrow_tables import warm_metadata
 
     warm_metadata()  # (what every reader's first tables would make again)
 

@@ -35,7 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..model import AVERAGE_STEP, Profile, ProfileMeta
+from ..model import Profile, ProfileMeta
+from ..schema import AVERAGE_STEP
 from ..step_categories import MINDSPORE_LEGACY_STEP_CATEGORIES, category_names
 from . import SpanSource
 from . import columns as C
@@ -92,7 +93,7 @@ def _read_steps(ctx: _Ctx) -> None:
     if len(out):
         ctx.profile.meta.step_categories = category_names(MINDSPORE_LEGACY_STEP_CATEGORIES)
     phases = _phases(df, num[keep].astype(np.int64).to_numpy(), c)
-    if len(average):  # the producer's own averages: step AVERAGE_STEP (model.SCHEMAS)
+    if len(average):  # the producer's own averages: step AVERAGE_STEP (schema.SCHEMAS)
         phases = pd.concat([phases, _phases(average, np.array([AVERAGE_STEP]), c)],
                            ignore_index=True)
     if len(phases):

@@ -44,7 +44,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..model import NULLABLE_INT, Profile, ProfileMeta
+from ..arrow_tables import NULLABLE_INT
+from ..model import Profile, ProfileMeta
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import profiler_step_windows
 from . import SpanSource

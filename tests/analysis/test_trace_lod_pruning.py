@@ -10,7 +10,8 @@ import pytest
 
 from tb_plugin.analysis import trace_index as ti
 from tb_plugin.analysis.trace import TraceIndex
-from tb_plugin.model import Profile, ProfileMeta, empty_table
+from tb_plugin.model import Profile, ProfileMeta
+from tb_plugin.schema import empty_table
 
 T0 = 1_700_000_000_000_000_000
 SPAN = 20_000_000_000  # 20 s

@@ -380,7 +380,8 @@ def check_span(logdir: str, span_root: str, work: str, index_trace: bool = True)
     from tb_plugin import discovery, readers
     from tb_plugin.analysis import derive
     from tb_plugin.cache import open_profile, write_profile
-    from tb_plugin.model import FileError, SCHEMAS
+    from tb_plugin.model import FileError
+    from tb_plugin.schema import SCHEMAS
     from tb_plugin.table_files import spilling
 
     problems: list[str] = []
