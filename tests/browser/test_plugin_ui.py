@@ -151,6 +151,15 @@ def test_operators_pies_table_and_call_stack(page, server):
     assert dev["names"][:len(top)] == [r["name"] for r in top]
     chart_summary(page, "chart-operators-host")
 
+    # Top-N selector: the pies keep the 5 largest (and "Other"), the choice is in the URL.
+    page.select_option('[data-testid="operators-topn"]', "5")
+    poll(lambda: len(chart_summary(page, "chart-operators-device")[0]["names"]) <= 6)
+    dev5 = chart_summary(page, "chart-operators-device")[0]
+    assert dev5["names"][:min(5, len(top))] == [r["name"] for r in top[:5]]
+    assert hash_state(page)["operators.top"] == "5"
+    page.select_option('[data-testid="operators-topn"]', "10")  # the default: no filter left
+    poll(lambda: "operators.top" not in hash_state(page))
+
     # Call stack of the first row.
     first = api["rows"][0]
     page.locator('[data-testid="table-operators"] .tr[data-index="0"]').click()

@@ -4,6 +4,7 @@ import type { ViewProps } from './types';
 import { traceHash } from '../timeline/link';
 import { pieOption, topNWithOther } from '../charts';
 import { Chart } from '../components/Chart';
+import { TopNSelect, topNOf } from '../components/TopN';
 import { DataTable, type Column } from '../components/DataTable';
 import { ErrorBox, Loading, Notice } from '../components/States';
 import { useAsync } from '../hooks';
@@ -12,12 +13,11 @@ import { OpTypesSection } from './OpTypes';
 import { BOUND_CLASSES, BOUND_LABELS, boundFilter, counterColumns, hasCounters, pipeStackOption } from './kernelCounters';
 
 export const KERNEL_GROUPS = ['name', 'type', 'core'] as const;
-export const TOP_N_CHOICES = [5, 10, 15, 20, 30];
 
 export function KernelsView({ profile, worker, filters, setFilters }: ViewProps) {
   const isGpu = worker.device === 'gpu';
   const groupBy = (KERNEL_GROUPS as readonly string[]).includes(filters['kernels.group']) ? filters['kernels.group'] : 'name';
-  const topN = Number(filters['kernels.top']) > 0 ? Number(filters['kernels.top']) : 10;
+  const topN = topNOf(filters, 'kernels');
   const step = filters['kernels.step'];
   const bound = boundFilter(filters['kernels.bound']);
   const showCounters = filters['kernels.pmu'] !== 'off';
@@ -68,20 +68,7 @@ export function KernelsView({ profile, worker, filters, setFilters }: ViewProps)
   return (
     <div className="view" data-testid="view-kernels">
       <div className="controls">
-        <label className="inline-field">
-          Top
-          <select
-            data-testid="kernels-topn"
-            value={String(topN)}
-            onChange={(e) => setFilters({ 'kernels.top': e.target.value === '10' ? undefined : e.target.value })}
-          >
-            {TOP_N_CHOICES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        <TopNSelect view="kernels" value={topN} setFilters={setFilters} />
         <label className="inline-field">
           Step
           <select

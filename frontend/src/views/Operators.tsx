@@ -4,11 +4,11 @@ import type { ViewProps } from './types';
 import { traceHash, traceLinkProps } from '../timeline/link';
 import { pieOption, topNWithOther } from '../charts';
 import { Chart } from '../components/Chart';
+import { TopNSelect, topNOf } from '../components/TopN';
 import { DataTable, type Column } from '../components/DataTable';
 import { ErrorBox, Loading, Notice } from '../components/States';
 import { formatCount } from '../format';
 import { useAsync } from '../hooks';
-import { TOP_N_CHOICES } from './Kernels';
 import { tableState, tableStatePatch } from './tableState';
 
 /** Rows fetched for the pies: enough for any real profile's distinct operator names. */
@@ -16,7 +16,7 @@ const PIE_FETCH_LIMIT = 100000;
 
 export function OperatorsView({ profile, worker, filters, setFilters }: ViewProps) {
   const groupBy = filters['operators.group'] === 'name_shape' ? 'name_shape' : 'name';
-  const topN = Number(filters['operators.top']) > 0 ? Number(filters['operators.top']) : 10;
+  const topN = topNOf(filters, 'operators');
   const selName = filters['operators.op'];
   const selShapes = filters['operators.shapes'];
   const pk = [profile.run, profile.worker, profile.span];
@@ -56,20 +56,7 @@ export function OperatorsView({ profile, worker, filters, setFilters }: ViewProp
   return (
     <div className="view" data-testid="view-operators">
       <div className="controls">
-        <label className="inline-field">
-          Top
-          <select
-            data-testid="operators-topn"
-            value={String(topN)}
-            onChange={(e) => setFilters({ 'operators.top': e.target.value === '10' ? undefined : e.target.value })}
-          >
-            {TOP_N_CHOICES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
+        <TopNSelect view="operators" value={topN} setFilters={setFilters} />
       </div>
       {all.error ? (
         <ErrorBox message={all.error} />
