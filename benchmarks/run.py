@@ -228,6 +228,22 @@ class MemorySampler(threading.Thread):
         self.join(timeout=5)
 
 
+def stop_group(proc: subprocess.Popen, timeout: float = 20.0, then=None) -> None:
+    """End a process started with `start_new_session=True` and everything it started:
+    SIGTERM to its group, SIGKILL after `timeout` s. `then` runs between the signal and the
+    wait (the RSS sampler stops there, before the tree is gone)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    if then is not None:
+        then()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=timeout)
+
+
 def get(url: str, timeout: float = 60.0):
     """(status, parsed JSON or None)."""
     try:
@@ -512,15 +528,7 @@ def measure(tool: Tool, logdir: str, timeout: float, label: str) -> dict:
             elapsed = time.time() - t0
             sampler.sample()
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            sampler.stop()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=20)
+            stop_group(proc, then=sampler.stop)
     result.update({
         "seconds": round(elapsed, 2),
         "first_answer_s": round(first_answer, 2) if first_answer is not None else None,

@@ -13,11 +13,9 @@ painted the timeline (browser). Warm = the same with the cache left by the cold 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,14 +43,7 @@ def start_ours(logdir: str, cache: str):
 
 
 def stop(proc, log):
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=20)
+    R.stop_group(proc)
     log.close()
 
 

@@ -1,11 +1,9 @@
 """Start a real `tensorboard` process for end-to-end and browser tests."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +12,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from tests.process_group import log_tail, stop_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -109,22 +109,10 @@ class TensorBoard:
             return err.code, json.loads(err.read().decode())
 
     def log(self) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")[-5000:]
-        except OSError:
-            return ""
+        return log_tail(self.log_path, 5000)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=15)
+        stop_group(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
         if self._own_cache:

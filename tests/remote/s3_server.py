@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 
+from tests.process_group import log_tail, stop_group
 from tests.tb_server import free_port
 
 REGION = "us-east-1"
@@ -116,22 +116,10 @@ class S3Server:
         return n
 
     def log(self) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")[-3000:]
-        except OSError:
-            return ""
+        return log_tail(self.log_path, 3000)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=15)
+        stop_group(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
         with contextlib.suppress(OSError):
