@@ -41,7 +41,7 @@ import re
 import stat
 
 from .natural_sort import natural_key
-from .readers import SpanSource
+from .span_source import SpanSource
 
 ASCEND_OUTPUT = "ASCEND_PROFILER_OUTPUT"
 SPAN_DIR_RULES = {

@@ -21,7 +21,7 @@ from .. import storage
 from ..analysis import rank_summary
 from ..cache import META_FILE, ProfileCache, meta_trace_ready, open_profile, write_profile
 from ..model import FileError, Profile, ProfileMeta
-from ..readers import SpanSource
+from ..span_source import SpanSource
 from ..table_files import spilling
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..model import Profile
-from ..readers import SpanSource
+from ..span_source import SpanSource
 from .pool import BrokenReader
 
 

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, ProfileMeta
+from ..span_source import SpanSource
 from ..step_windows import profiler_step_windows
-from . import SpanSource
 from .context import ReadContext, read_trace, run_steps
 from .kineto import _operators
 from .column_conversions import shapes_text

@@ -39,8 +39,8 @@ import pandas as pd
 
 from ..lru import LRU
 from ..model import Profile, ProfileMeta
+from ..span_source import SpanSource
 from ..step_categories import NPU_STEP_CATEGORIES
-from . import SpanSource
 from . import columns as C
 from .context import ReadContext, run_steps
 from .column_conversions import DIALECTS, convert

@@ -21,7 +21,8 @@ import pandas as pd
 
 from ..discovery import EXTERNAL_SYMLINK, inside_logdir
 from ..model import FileError, Profile
-from . import ARGS_FILE, SpanSource
+from ..span_source import SpanSource
+from . import ARGS_FILE
 from .tolerant import InputError, read_csv, read_csv_table, read_json_file
 
 Step = Callable[["ReadContext"], None]

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Profile, ProfileMeta
-from . import SpanSource
+from ..span_source import SpanSource
 from .context import ReadContext, read_trace, run_steps
 from .trace_json import TraceTables
 

@@ -37,8 +37,8 @@ import pandas as pd
 
 from ..model import Profile, ProfileMeta
 from ..schema import AVERAGE_STEP
+from ..span_source import SpanSource
 from ..step_categories import MINDSPORE_LEGACY_STEP_CATEGORIES, category_names
-from . import SpanSource
 from . import columns as C
 from . import minddata
 from .context import ReadContext, read_trace, run_steps

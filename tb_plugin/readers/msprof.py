@@ -73,8 +73,8 @@ import pandas as pd
 
 from ..model import Profile, ProfileMeta
 from ..natural_sort import natural_key
+from ..span_source import SpanSource
 from ..step_categories import MSPROF_STEP_CATEGORIES, category_names
-from . import SpanSource
 from . import columns as C
 from . import sqlite_export
 from . import statistics

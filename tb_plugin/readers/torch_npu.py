@@ -46,9 +46,9 @@ import pyarrow.compute as pc
 
 from ..arrow_tables import NULLABLE_INT
 from ..model import Profile, ProfileMeta
+from ..span_source import SpanSource
 from ..step_categories import NPU_STEP_CATEGORIES, category_names
 from ..step_windows import profiler_step_windows
-from . import SpanSource
 from . import columns as C
 from . import communication_json
 from . import minddata

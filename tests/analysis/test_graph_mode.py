@@ -19,7 +19,8 @@ from decimal import Decimal
 import pytest
 
 from tb_plugin.analysis import derive, op_types, overview, step_phases
-from tb_plugin.readers import SpanSource, mindspore_legacy, msprof, torch_npu
+from tb_plugin.readers import mindspore_legacy, msprof, torch_npu
+from tb_plugin.span_source import SpanSource
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LEGACY = os.path.join(ROOT, "fixtures", "real", "mindspore_legacy_run1", "profiler")

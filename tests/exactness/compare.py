@@ -33,7 +33,8 @@ def traces() -> list[tuple[str, str]]:
 
 def ours(path: str) -> dict:
     from tb_plugin.analysis import derive, kernels, operators, overview
-    from tb_plugin.readers import SpanSource, kineto
+    from tb_plugin.readers import kineto
+    from tb_plugin.span_source import SpanSource
 
     span = SpanSource(logdir=os.path.dirname(path), run="run", worker="w", span="1",
                       producer="kineto", root=path, files=(path,))

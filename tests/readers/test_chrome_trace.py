@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from tb_plugin.readers import SpanSource, read
+from tb_plugin.readers import read
+from tb_plugin.span_source import SpanSource
 from tests.tb_server import FIXTURES
 
 ANY = os.path.join(FIXTURES, "any_name")

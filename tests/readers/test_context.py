@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from tb_plugin.model import Profile, ProfileMeta
-from tb_plugin.readers import ARGS_FILE, SpanSource
+from tb_plugin.readers import ARGS_FILE
 from tb_plugin.readers import columns as C
 from tb_plugin.readers.context import ReadContext, read_trace, run_steps
+from tb_plugin.span_source import SpanSource
 
 
 def _ctx(tmp_path, work_dir=None):

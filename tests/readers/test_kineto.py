@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from tb_plugin.analysis.gpu_breakdown import step_breakdown
-from tb_plugin.readers import SpanSource, kineto
+from tb_plugin.readers import kineto
+from tb_plugin.span_source import SpanSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))

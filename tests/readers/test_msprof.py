@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tb_plugin.readers import SpanSource, msprof
+from tb_plugin.readers import msprof
+from tb_plugin.span_source import SpanSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))

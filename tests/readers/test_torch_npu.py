@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from tb_plugin.analysis import npu_overlap
-from tb_plugin.readers import ARGS_FILE, SpanSource
+from tb_plugin.readers import ARGS_FILE
 from tb_plugin.readers import column_conversions, torch_npu
+from tb_plugin.span_source import SpanSource
 
 OS_PID = 12345
 DEV = 2

@@ -13,7 +13,7 @@ from tb_plugin.cache import ProfileCache
 from tb_plugin.http import api_runs, views
 from tb_plugin.loading import Loader, SpanFacts, SpanState
 from tb_plugin.loading.status import run_status
-from tb_plugin.readers import SpanSource
+from tb_plugin.span_source import SpanSource
 from tests.tb_server import FIXTURES
 
 DIST4 = os.path.join(FIXTURES, "torch_npu_dist4")
