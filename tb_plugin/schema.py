@@ -13,6 +13,8 @@ The HTTP API converts to microseconds.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .lazy import pd
@@ -264,6 +266,15 @@ AVERAGE_STEP = -1  # step_phases: the producer's average row
 
 
 def empty_table(table: str) -> pd.DataFrame:
+    """A frame of `table`'s columns and no rows (what `Profile.table` gives for a table the
+    profile lacks; views ask for those on every request). A new frame each call, on the
+    columns of one made once: with no rows there is no value to change in place, and a
+    column added to it stays in it."""
+    return _empty_frame(table).copy(deep=False)
+
+
+@functools.cache
+def _empty_frame(table: str) -> pd.DataFrame:
     return conform(pd.DataFrame(), table)
 
 
