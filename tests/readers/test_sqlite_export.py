@@ -13,7 +13,7 @@ import pytest
 
 from tb_plugin import discovery, readers
 from tb_plugin.readers import columns as C
-from tb_plugin.readers import sqlite_export
+from tb_plugin.readers import sqlite_db, sqlite_export
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "fixtures")
@@ -362,7 +362,7 @@ def test_truncated_empty_and_locked_dbs(tmp_path):
 
 def test_open_is_read_only(tn):
     db = _db(tn)
-    f = sqlite_export.DbFile(db)
+    f = sqlite_db.DbFile(db)
     try:
         with pytest.raises(sqlite3.OperationalError):
             f.con.execute("CREATE TABLE x (a)")
