@@ -520,18 +520,17 @@ def _id_text(ids: list[int]) -> str:
 def _num(v) -> float | None:
     if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return float(v) if math.isfinite(v) else None
     try:
-        x = float(str(v).strip())
-    except (TypeError, ValueError):
+        x = float(v) if isinstance(v, (int, float)) else float(str(v).strip())
+    except (TypeError, ValueError, OverflowError):  # (an integer beyond float's range)
         return None
     return x if math.isfinite(x) else None
 
 
 def _int(v) -> int | None:
+    """An id or count; None when it is none or beyond int64 (damage, e.g. 1e300)."""
     x = _num(v)
-    return int(x) if x is not None else None
+    return int(x) if x is not None and abs(x) < 2.0 ** 63 else None
 
 
 def _scalar(v) -> float | None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from .json_numbers import decode_json
 from .text_cells import NULL_TOKENS, _clean_text, _gaps_text, _skip_non_numbers
 
 
@@ -262,12 +263,8 @@ def read_json_file(path: str, max_bytes: int = 256 << 20):
     if not raw.strip():
         raise InputError("file is empty")
     try:
-        return msgspec.json.decode(raw)
+        return decode_json(msgspec.json.decode, raw)
     except RecursionError:
         raise InputError("invalid JSON: nested too deeply") from None
     except msgspec.DecodeError as exc:
-        fixed = re.sub(rb'(?<!")N/A(?!")', b'"N/A"', raw)
-        try:
-            return msgspec.json.decode(fixed)
-        except msgspec.DecodeError:
-            raise InputError(f"invalid JSON: {exc}") from None
+        raise InputError(f"invalid JSON: {exc}") from None

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from . import trace_scanned as sc
+from .json_numbers import decode_json
 from .trace_chunks import _EVENTS
 from .trace_scanned import ScannedChunk
 from .trace_values import (_ANY, _flow_ids, _key, _pick, _raw_us_to_ns, _raw_values_kind,
@@ -292,7 +293,8 @@ class _Builder:
         def rows(kind) -> np.ndarray | None:
             return np.flatnonzero(kinds == kind) if kind in present else None
 
-        self._one_by_one(*[_EVENTS.decode(ch.objects(r)) if (r := rows(k)) is not None else []
+        self._one_by_one(*[decode_json(_EVENTS.decode, ch.objects(r))
+                           if (r := rows(k)) is not None else []
                            for k in (_META, _BEGIN_END, _COUNTER)])
         r = rows(_SLICE)
         if r is not None:

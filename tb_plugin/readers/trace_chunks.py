@@ -25,9 +25,9 @@ import msgspec
 import numpy as np
 
 from . import trace_scanned
+from .json_numbers import decode_json
 
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_BARE_NA = re.compile(rb'(?<!")N/A(?!")')
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -336,18 +336,9 @@ def _decode(data: bytes, repairs: _Utf8Repairs | None = None):
             repairs.sequences += replaced
         return scanned, None
     try:
-        evs = _EVENTS.decode(data)
-    except msgspec.DecodeError as exc:
-        evs = None
-        if b"N/A" in data:
-            try:
-                evs = _EVENTS.decode(_BARE_NA.sub(b'"N/A"', data))
-            except msgspec.DecodeError:
-                pass
-        if evs is None:
-            return None, str(exc)
-    except msgspec.ValidationError as exc:
-        return None, f"unexpected event structure: {exc}"
+        evs = decode_json(_EVENTS.decode, data)
+    except msgspec.DecodeError as exc:  # (a ValidationError too: damage, as a syntax error)
+        return None, str(exc)
     except RecursionError:
         return None, "JSON is nested too deeply"
     if repairs is not None:

@@ -24,6 +24,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
+from .json_numbers import decode_json
 from .native import helpers as _native
 
 # The compiled scanner, or None (not built, or switched off: see `native`).
@@ -89,7 +90,10 @@ class ScannedChunk:
     def decode(field: int, texts: list) -> list:
         """Raw texts of `field` (None: absent) -> values, as a general path struct holds."""
         default = _DEFAULTS[field]
-        return [default if t is None else _ANY.decode(t) for t in texts]
+        try:
+            return [default if t is None else _ANY.decode(t) for t in texts]
+        except msgspec.DecodeError:  # (e.g. a number beyond float's range: as the general path)
+            return [default if t is None else decode_json(_ANY.decode, t) for t in texts]
 
     def ph(self) -> tuple[list, np.ndarray]:
         """`values(PH)`, kept: every part of the builder asks for it."""

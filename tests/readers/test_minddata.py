@@ -189,3 +189,22 @@ def test_bad_files_are_file_errors(tmp_path):
     assert "minddata_cpu_utilization_1.json" in by_file
     assert "malformed" in by_file["device_queue_profiling_1.txt"]
     assert p.has("pipeline_ops") and p.has("pipeline_queues")  # the rest still loads
+
+
+def test_summary_ids_beyond_any_integer_are_no_ops(tmp_path):
+    """Found by the fuzz run (seed 23, `huge_numbers`): an op id of 1e300 in the summary JSON
+    overflowed int64 and the whole summary was an internal error. Such an id names no op:
+    that op is left out, the others are read, and nothing is reported as broken."""
+    shutil.copytree(MS2X, tmp_path / "ms")
+    (span,) = [d for d in os.listdir(tmp_path / "ms") if d.endswith("_ascend_ms")]
+    out = tmp_path / "ms" / span / "ASCEND_PROFILER_OUTPUT"
+    os.remove(out / "minddata_pipeline_raw_0.csv")  # (the summary JSON then gives the ops)
+    path = out / "minddata_pipeline_summary_0.json"
+    summ = json.loads(path.read_text())
+    ids = list(summ["op_ids"])
+    assert len(ids) >= 3
+    text = json.dumps(dict(summ, op_ids=["@0", "@1", *ids[2:]]))
+    path.write_text(text.replace('"@0"', "1e300").replace('"@1"', "1" * 400))
+    p = _profile(str(tmp_path / "ms"))
+    assert not [e for e in p.errors if "summary" in e.path], p.errors
+    assert sorted(p.table("pipeline_ops")["op_id"]) == sorted(ids[2:])
