@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,10 @@ import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from tests.process_group import stop_group  # noqa: E402  (as the test servers are stopped)
+
 DATA = os.path.join(HERE, "data")
 RESULTS = os.path.join(HERE, "results")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -226,22 +229,6 @@ class MemorySampler(threading.Thread):
     def stop(self):
         self._halt.set()
         self.join(timeout=5)
-
-
-def stop_group(proc: subprocess.Popen, timeout: float = 20.0, then=None) -> None:
-    """End a process started with `start_new_session=True` and everything it started:
-    SIGTERM to its group, SIGKILL after `timeout` s. `then` runs between the signal and the
-    wait (the RSS sampler stops there, before the tree is gone)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    if then is not None:
-        then()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=timeout)
 
 
 def get(url: str, timeout: float = 60.0):
@@ -528,7 +515,8 @@ def measure(tool: Tool, logdir: str, timeout: float, label: str) -> dict:
             elapsed = time.time() - t0
             sampler.sample()
         finally:
-            stop_group(proc, then=sampler.stop)
+            sampler.stop()
+            stop_group(proc, timeout=20)
     result.update({
         "seconds": round(elapsed, 2),
         "first_answer_s": round(first_answer, 2) if first_answer is not None else None,

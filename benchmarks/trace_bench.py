@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import run as R  # noqa: E402  (the harness: peer install, RSS sampler, helpers)
+from tests.process_group import stop_group  # noqa: E402
 
 
 def q(**kw) -> str:
@@ -43,7 +44,7 @@ def start_ours(logdir: str, cache: str):
 
 
 def stop(proc, log):
-    R.stop_group(proc)
+    stop_group(proc, timeout=20)
     log.close()
 
 
