@@ -36,6 +36,7 @@ OS hands them over surrogate-escaped) give run/worker/span names with `\\xNN` es
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import stat
@@ -714,6 +715,17 @@ MAX_CLUSTER_RANKS = 100_000
 MAX_CLUSTER_JSON_FOR_RANKS = 256 << 20  # a larger comm JSON without step table: not listed
 
 
+def cluster_rank(v) -> int | None:
+    """A rank as the cluster tables write it (`3`, `3.0`; a number or its text); None when
+    it is none, not finite or beyond int64 (damage such as 1e308). The reader picks a rank's
+    rows by the same rule (readers/cluster_analysis.py)."""
+    try:
+        x = float(v if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v).strip())
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return int(x) if math.isfinite(x) and abs(x) < 2.0 ** 63 else None
+
+
 def _cluster_ranks_from_csv(path: str) -> list[int]:
     import csv
 
@@ -726,10 +738,10 @@ def _cluster_ranks_from_csv(path: str) -> list[int]:
         ti, ii = header.index("Type"), header.index("Index")
         for row in reader:
             if len(row) > max(ti, ii) and row[ti].strip().lower() == "rank":
-                try:
-                    ranks.add(int(float(row[ii])))
-                except ValueError:
+                rank = cluster_rank(row[ii])
+                if rank is None:
                     continue
+                ranks.add(rank)
                 if len(ranks) >= MAX_CLUSTER_RANKS:
                     break
     return sorted(ranks)
@@ -746,16 +758,13 @@ def _cluster_ranks_from_db(path: str) -> list[int]:
         if "ClusterStepTraceTime" in tables:
             q = ('SELECT DISTINCT "index" FROM ClusterStepTraceTime '
                  "WHERE lower(type) = 'rank' LIMIT ?")
-            for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,)):
-                try:
-                    ranks.add(int(float(v)))
-                except (TypeError, ValueError):
-                    continue
+            ranks.update(r for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,))
+                         if (r := cluster_rank(v)) is not None)
         for t in ("ClusterCommAnalyzerTime", "ClusterCommunicationTime"):
             if not ranks and t in tables:
                 q = f"SELECT DISTINCT rank_id FROM {t} LIMIT ?"
-                ranks.update(int(v) for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,))
-                             if isinstance(v, int))
+                ranks.update(v for (v,) in con.execute(q, (MAX_CLUSTER_RANKS,))
+                             if isinstance(v, int) and cluster_rank(v) is not None)
         return sorted(ranks)
     finally:
         con.close()
@@ -774,7 +783,9 @@ def _cluster_ranks_from_comm_json(path: str) -> list[int]:
             for ops in (steps.values() if isinstance(steps, dict) else ()):
                 for per_rank in (ops.values() if isinstance(ops, dict) else ()):
                     if isinstance(per_rank, dict):
-                        ranks.update(int(r) for r in per_rank if str(r).lstrip("-").isdigit())
+                        ranks.update(cluster_rank(r) for r in per_rank
+                                     if str(r).lstrip("-").isdigit()
+                                     and cluster_rank(r) is not None)
     return sorted(ranks)
 
 

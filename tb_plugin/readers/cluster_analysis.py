@@ -37,6 +37,7 @@ import sqlite3
 import numpy as np
 import pandas as pd
 
+from ..discovery import cluster_rank
 from ..lru import LRU
 from ..model import Profile, ProfileMeta
 from ..span_source import SpanSource
@@ -45,7 +46,7 @@ from . import columns as C
 from .context import ReadContext, run_steps
 from .column_conversions import DIALECTS, convert
 from .communication_json import op_row, ops_table, transit_size
-from .json_numbers import ms_to_ns, number
+from .json_numbers import int64_or_none, ms_to_ns, number
 from .us_text import us_text_to_ns
 
 STEP_CSV = "cluster_step_trace_time.csv"
@@ -77,14 +78,7 @@ def _step_id(v) -> int | None:
     if not text:
         return 0
     m = _STEP_DIGITS.search(text)
-    return int(m.group(1)) if m else None
-
-
-def _rank_of(v) -> int | None:
-    try:
-        return int(float(str(v).strip()))
-    except (TypeError, ValueError):
-        return None
+    return int64_or_none(m.group(1)) if m else None  # (beyond int64: no step, damage)
 
 
 # ---- steps -----------------------------------------------------------------------------
@@ -114,7 +108,7 @@ def _split_steps(out: pd.DataFrame) -> dict:
     """Rank rows (`Type == rank`) by their `Index`; stage rows are maxima, not a rank's."""
     is_rank = (out["type"].astype("string").str.strip().str.lower() == "rank").fillna(False)
     out = out[is_rank.to_numpy(dtype=bool)]
-    ranks = out["index"].map(_rank_of)
+    ranks = out["index"].map(cluster_rank)  # (the rule discovery lists the ranks by)
     out = out.drop(columns=["type", "index"])
     return {int(r): g.reset_index(drop=True) for r, g in out.groupby(ranks.to_numpy())
             if r is not None}
@@ -234,7 +228,7 @@ def _split_comm(doc: dict) -> dict:
         if key.split("@")[0] == TOTAL_OP:
             continue
         for rank, info in per_rank.items():
-            r = _rank_of(rank)
+            r = cluster_rank(rank)
             if r is not None and isinstance(info, dict):
                 by_rank.setdefault(r, []).append(op_row(step, key, info))
     return by_rank
@@ -304,7 +298,7 @@ def _split_matrix(doc: dict) -> dict:
             continue
         for link, info in links.items():
             src, _, dst = str(link).partition("-")
-            s, d = _rank_of(src), _rank_of(dst)
+            s, d = cluster_rank(src), cluster_rank(dst)
             if s is None or not isinstance(info, dict):
                 continue
             by_rank.setdefault(s, []).append(_link_row(
@@ -343,7 +337,7 @@ def _query_matrix(ctx: _Ctx) -> list[dict]:
         return []
     rows = []
     for r in df.itertuples(index=False):
-        s, d = _rank_of(r.src), _rank_of(r.dst)
+        s, d = cluster_rank(r.src), cluster_rank(r.dst)
         if s is None:
             continue
         rows.append(_link_row(_step_id(r.step), f"{r.op}@{r.group or ''}", s,

@@ -173,6 +173,36 @@ def test_step_csv_without_required_column(job_dir, tmp_path):
     assert len(prof.table("communication_ops")) > 0
 
 
+def test_steps_and_ranks_beyond_any_integer_name_nothing(job_dir, tmp_path):
+    """Found by the fuzz run (seed 31, `huge_numbers`): a step of 30 digits overflowed
+    int64 and rank 0's steps were an internal error. A step or rank Index beyond int64
+    (or not finite) names no step and no rank: those rows are left out, the rest is read."""
+    out = _copy_text(job_dir, tmp_path)
+    p = out / "cluster_step_trace_time.csv"
+    with open(p, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    head, body = rows[0], rows[1:]
+    step, index = head.index("Step"), head.index("Index")
+    rows_of = {k: [i for i, r in enumerate(body)
+                   if r[head.index("Type")] == "rank" and r[index] == str(k)] for k in range(4)}
+    assert all(len(v) >= 2 for v in rows_of.values())
+    body[rows_of[0][0]][step] = "123456789012345678901234567890"
+    body[rows_of[1][0]][index] = "-1e308"
+    body[rows_of[2][0]][index] = "inf"
+    with open(p, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([head, *body])
+    run = _discover(tmp_path)["cluster_analysis_output"]
+    assert run.errors == []
+    profiles = _profiles(run)
+    assert sorted(profiles) == [0, 1, 2, 3]
+    for rank, prof in profiles.items():
+        assert prof.errors == [], (rank, prof.errors)
+    assert profiles[0].table("steps")["step"].tolist() == \
+        [int(body[i][step]) for i in rows_of[0][1:]]
+    for rank in (1, 2):
+        assert len(profiles[rank].table("steps")) == len(rows_of[rank]) - 1
+
+
 def test_no_rank_rows_is_a_run_error(tmp_path):
     out = tmp_path / "cluster_analysis_output"
     out.mkdir()
