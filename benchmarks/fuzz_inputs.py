@@ -4,6 +4,7 @@
     python benchmarks/fuzz_inputs.py --seed 7 --count 20000 --workers 2
     python benchmarks/fuzz_inputs.py --seed 1 --case 4711     # replay one case
     python benchmarks/fuzz_inputs.py --seed 1 --case 4711 --write-to /tmp/m   # and keep it
+    python benchmarks/fuzz_inputs.py --mutation huge_numbers --count 2000     # one mutation
 
 Every case mutates one input file of one fixture span and loads that span through the
 loader's path in a worker process with a time limit (see `tests/fuzz/engine.py` for what
@@ -34,12 +35,15 @@ def main(argv=None) -> int:
     ap.add_argument("--case", type=int, action="append",
                     help="replay only this case number (repeatable)")
     ap.add_argument("--write-to", help="with --case: also write the mutated span here")
+    ap.add_argument("--mutation", help="a campaign of this mutation alone (e.g. huge_numbers);"
+                    " replay its cases with the same option")
     a = ap.parse_args(argv)
 
     if a.case and a.write_to:
-        _write_cases(a.seed, a.case, a.write_to)
+        _write_cases(a.seed, a.case, a.write_to, a.mutation)
     summary = engine.run(a.seed, a.count, workers=a.workers, time_cap=a.time_cap,
-                         case_timeout=a.case_timeout, start=a.start, only=a.case)
+                         case_timeout=a.case_timeout, start=a.start, only=a.case,
+                         mutation=a.mutation)
     rate = summary.done / summary.seconds if summary.seconds else 0.0
     print(f"\nseed {summary.seed}: {summary.done} of {summary.planned} mutated inputs in"
           f" {summary.seconds:.0f} s ({rate:.1f}/s, {a.workers} worker(s)),"
@@ -52,7 +56,7 @@ def main(argv=None) -> int:
     return 1 if summary.findings else 0
 
 
-def _write_cases(seed: int, indexes: list[int], dest: str) -> None:
+def _write_cases(seed: int, indexes: list[int], dest: str, mutation: str | None) -> None:
     """Copy each case's span with its mutated file to dest/case-N, for a closer look."""
     import shutil
 
@@ -63,7 +67,7 @@ def _write_cases(seed: int, indexes: list[int], dest: str) -> None:
             kinds[f] = engine.kind_of(f, fh.read(1 << 16))
     span_of = dict(files)
     for i in indexes:
-        (case,) = engine.plan(seed, 1, files, kinds, i)
+        (case,) = engine.plan(seed, 1, files, kinds, i, mutation)
         out = os.path.join(dest, f"case-{i}")
         root = span_of[case.file]
         src = os.path.join(engine.FIXTURES, root)

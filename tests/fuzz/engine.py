@@ -56,11 +56,13 @@ class Case:
     index: int
     file: str       # relative to the fixtures root
     mutation: str
+    campaign: bool = False  # drawn by a campaign of its mutation alone (`plan(mutation=...)`)
 
     def describe(self) -> str:
         return (f"seed={self.seed} case={self.index} file={self.file} mutation={self.mutation}"
                 f"  (replay: python benchmarks/fuzz_inputs.py --seed {self.seed}"
-                f" --case {self.index})")
+                f" --case {self.index}" + (f" --mutation {self.mutation}" if self.campaign
+                                           else "") + ")")
 
 
 @dataclasses.dataclass
@@ -355,13 +357,19 @@ def mutations_for(kind: str) -> list[str]:
 
 
 def plan(seed: int, count: int, files: list[tuple[str, str]], kinds: dict[str, str],
-         start: int = 0) -> list[Case]:
-    """The first `count` cases from `start` of the run `seed` (a pure function of them)."""
+         start: int = 0, mutation: str | None = None) -> list[Case]:
+    """The first `count` cases from `start` of the run `seed` (a pure function of them);
+    with `mutation`, a campaign of that mutation alone over the files it applies to."""
+    if mutation is not None and mutation not in MUTATIONS:
+        raise ValueError(f"no mutation {mutation!r}: one of {', '.join(sorted(MUTATIONS))}")
+    pool = files if mutation is None else \
+        [x for x in files if mutation in mutations_for(kinds[x[0]])]
     out = []
     for i in range(start, start + count):
-        rng = random.Random(f"plan:{seed}:{i}")
-        f, _ = rng.choice(files)
-        out.append(Case(seed, i, f, rng.choice(mutations_for(kinds[f]))))
+        rng = random.Random(f"plan:{seed}:{i}" + (f":{mutation}" if mutation else ""))
+        f, _ = rng.choice(pool)
+        out.append(Case(seed, i, f, mutation or rng.choice(mutations_for(kinds[f])),
+                        campaign=mutation is not None))
     return out
 
 
@@ -540,15 +548,17 @@ class Summary:
 
 def run(seed: int, count: int, *, workers: int = 2, time_cap: float | None = None,
         case_timeout: float = 30.0, start: int = 0, fixtures: str = FIXTURES,
-        only: list[int] | None = None, log: Callable[[str], None] = print) -> Summary:
-    """Run cases `start..start+count` of `seed` (or just the `only` indexes)."""
+        only: list[int] | None = None, mutation: str | None = None,
+        log: Callable[[str], None] = print) -> Summary:
+    """Run cases `start..start+count` of `seed` (or just the `only` indexes); `mutation`:
+    that mutation alone (`plan`)."""
     files = input_files(fixtures)
     kinds = {}
     for f, _ in files:
         with open(os.path.join(fixtures, f), "rb") as fh:
             kinds[f] = kind_of(f, fh.read(1 << 16))
-    cases = plan(seed, count, files, kinds, start) if only is None else \
-        [c for i in only for c in plan(seed, 1, files, kinds, i)]
+    cases = plan(seed, count, files, kinds, start, mutation) if only is None else \
+        [c for i in only for c in plan(seed, 1, files, kinds, i, mutation)]
     ctx = multiprocessing.get_context("spawn")
     slots = [_Slot(ctx, fixtures) for _ in range(max(1, min(workers, len(cases))))]
     pending = list(reversed(cases))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.fuzz import engine
 
 SEED = int(os.environ.get("NPU_FUZZ_SEED", "20261201"))
@@ -54,3 +56,22 @@ def test_a_case_over_its_time_limit_is_reported_as_a_hang():
     summary = engine.run(SEED, 2, workers=1, case_timeout=0.001)
     assert summary.done == 2 and summary.hangs == 2
     assert all("hang" in f.problems[0] for f in summary.findings)
+
+
+def test_a_campaign_draws_its_mutation_alone_and_is_reproducible():
+    files = engine.input_files()
+    kinds = {}
+    for f, _ in files:
+        with open(os.path.join(engine.FIXTURES, f), "rb") as fh:
+            kinds[f] = engine.kind_of(f, fh.read(1 << 16))
+    huge = engine.plan(SEED, 40, files, kinds, mutation="huge_numbers")
+    assert {c.mutation for c in huge} == {"huge_numbers"}
+    assert huge == engine.plan(SEED, 40, files, kinds, mutation="huge_numbers")
+    assert len({c.file for c in huge}) > 10  # over the files, not one
+    assert "--mutation huge_numbers" in huge[0].describe()
+    # A structural mutation only where the file's kind has it.
+    csv_only = engine.plan(SEED, 40, files, kinds, mutation="csv_structure")
+    assert {kinds[c.file] for c in csv_only} == {"csv"}
+    assert "--mutation" not in engine.plan(SEED, 1, files, kinds)[0].describe()
+    with pytest.raises(ValueError, match="no mutation"):
+        engine.plan(SEED, 1, files, kinds, mutation="nonsense")
