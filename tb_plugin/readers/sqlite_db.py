@@ -42,9 +42,9 @@ class DbFile:
             raise DbError(f"cannot open SQLite file: {exc}") from None
         try:
             self.con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            names = [r[0] for r in self.con.execute(
+            names = [r[0] for r in self.fetch_all(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             self.close()
             raise DbError(_reason(exc)) from None
         if not names:
@@ -58,12 +58,25 @@ class DbFile:
         except sqlite3.Error:
             pass
 
+    def fetch_all(self, sql: str, params: tuple = ()) -> list:
+        """All rows of `sql`, text that is not UTF-8 included (`_replacing_text`)."""
+        try:
+            try:
+                return self.con.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not _not_utf8(exc):
+                    raise
+                self.con.text_factory = _replacing_text
+                return self.con.execute(sql, params).fetchall()
+        except UnicodeDecodeError as exc:
+            raise DbError(_reason(exc)) from None
+
     def columns(self, table: str) -> dict[str, str] | None:
         """lower-case column name -> declared name, None without the table."""
         if table not in self.tables:
             return None
         if self.tables[table] is None:
-            rows = self.con.execute(f'PRAGMA table_info("{table}")').fetchall()
+            rows = self.fetch_all(f'PRAGMA table_info("{table}")')
             self.tables[table] = {r[1].lower(): r[1] for r in rows}
         return self.tables[table]
 
@@ -118,18 +131,14 @@ class DbFile:
         """Run `sql`, fetching BATCH_ROWS rows at a time into typed Arrow columns (ints stay
         exact: nullable Int64 where NULLs occur, never float)."""
         try:
-            cur = self.con.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            types = [_PA_TYPES.get(kinds.get(n, "real"), pa.float64()) for n in names]
-            batches = []
-            while True:
-                rows = cur.fetchmany(BATCH_ROWS)
-                if not rows:
-                    break
-                cols = list(zip(*rows))
-                batches.append(pa.table([_array(c, t) for c, t in zip(cols, types)], names=names))
-                del rows, cols
-        except sqlite3.Error as exc:
+            try:
+                names, types, batches = self._batches(sql, kinds, params)
+            except sqlite3.OperationalError as exc:
+                if not _not_utf8(exc):
+                    raise
+                self.con.text_factory = _replacing_text  # (read again, such text replaced)
+                names, types, batches = self._batches(sql, kinds, params)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise DbError(_reason(exc)) from None
         if not batches:
             table = pa.table([pa.array([], type=t) for t in types], names=names)
@@ -137,6 +146,20 @@ class DbFile:
             table = pa.concat_tables(batches)
         return table.to_pandas(types_mapper=lambda t: pd.Int64Dtype()
                                if pa.types.is_integer(t) else None)
+
+    def _batches(self, sql: str, kinds: dict[str, str], params: tuple):
+        cur = self.con.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        types = [_PA_TYPES.get(kinds.get(n, "real"), pa.float64()) for n in names]
+        batches = []
+        while True:
+            rows = cur.fetchmany(BATCH_ROWS)
+            if not rows:
+                break
+            cols = list(zip(*rows))
+            batches.append(pa.table([_array(c, t) for c, t in zip(cols, types)], names=names))
+            del rows, cols
+        return names, types, batches
 
     def select(self, table: str, spec: D.DbTable, where: str = "", params: tuple = (),
                names: list[str] | None = None) -> pd.DataFrame | None:
@@ -174,7 +197,21 @@ def _array(values, typ: pa.DataType) -> pa.Array:
         return pa.array([v if isinstance(v, (int, float)) else None for v in values], type=typ)
 
 
-def _reason(exc: sqlite3.Error) -> str:
+def _replacing_text(data: bytes) -> str:
+    """TEXT that is not UTF-8 (a damaged db) with U+FFFD for each bad byte, as the trace's
+    invalid UTF-8 is read; a connection uses it only once such text was met (it is slower
+    than sqlite3's own decoding)."""
+    return data.decode("utf-8", "replace")
+
+
+def _not_utf8(exc: sqlite3.OperationalError) -> bool:
+    """sqlite3's error for a TEXT value that is not UTF-8."""
+    return str(exc).startswith("Could not decode to UTF-8")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):  # (sqlite3 could not decode SQLite's own message)
+        return "damaged SQLite file: its schema is malformed (SQLite's message is not UTF-8)"
     text = str(exc)
     if "locked" in text or "busy" in text:
         return f"database is locked (still being written?): {text}; retried when it changes"

@@ -330,6 +330,40 @@ def test_wrong_schema_is_a_file_error(tmp_path):
     assert "TASK lacks column(s) startNs" in p.errors[0].message
 
 
+def test_text_that_is_not_utf8_reads_with_replacement_characters(tmp_path):
+    """A damaged db whose kernel name is not UTF-8 (sqlite3: "Could not decode to UTF-8"):
+    the table is read again with each bad byte as U+FFFD, as the trace's invalid UTF-8 is,
+    instead of losing the table."""
+    span = _span_with_db(tmp_path, text_names=True)
+    db = glob.glob(os.path.join(span.root, "*", "*.db"))[0]
+    con = sqlite3.connect(db)
+    con.execute("UPDATE COMPUTE_TASK_INFO SET name = CAST(X'6d6db66b' AS TEXT)")  # m m \xb6 k
+    con.commit()
+    con.close()
+    p = _read(span)
+    assert p.errors == []
+    assert p.table("kernels")["name"].tolist() == ["mm\ufffdk"]
+
+
+def test_schema_sqlite_cannot_describe_in_utf8_is_a_file_error(tmp_path):
+    """Found by the fuzz run (seed 31, byte_flip): a flipped byte in a table's CREATE
+    statement makes SQLite's own error message invalid UTF-8, which sqlite3 raises as a
+    UnicodeDecodeError; it was an internal error. It is the file's error now, in words."""
+    span = _span_with_db(tmp_path)
+    db = glob.glob(os.path.join(span.root, "*", "*.db"))[0]
+    with open(db, "rb") as fh:
+        data = fh.read()
+    at = data.index(b"CREATE TABLE TASK (")
+    with open(db, "wb") as fh:
+        fh.write(data[:at + 3] + b"\xb6" + data[at + 4:])  # in "CREATE"
+    with pytest.raises(UnicodeDecodeError):  # (the damage this test is about)
+        sqlite3.connect(db).execute("SELECT name FROM sqlite_master").fetchall()
+    p = _read(span)
+    assert [os.path.basename(e.path) for e in p.errors] == ["ascend_pytorch_profiler.db"]
+    assert "damaged SQLite file" in p.errors[0].message
+    assert "Error" not in p.errors[0].message
+
+
 def test_truncated_empty_and_locked_dbs(tmp_path):
     logdir = _copy(tmp_path, "sqlite_torch_npu_db")
     span0, span1 = _spans(logdir)
