@@ -123,16 +123,20 @@ def read(span: SpanSource, work_dir: str | None = None) -> Profile:
 
 
 def _int_or_none(v):
+    """An id (device, stream, pid) as a number or in text ("stream 7"); None when there is
+    none or it is beyond int64 (damage such as 1e300: no such device)."""
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, float):
-        return int(v) if np.isfinite(v) else None
-    if isinstance(v, str):
+        i = int(v)
+    elif isinstance(v, float):
+        i = int(v) if np.isfinite(v) else None
+    elif isinstance(v, str):
         m = re.search(r"-?\d+", v)
-        return int(m.group()) if m else None
-    return None
+        i = int(m.group()) if m else None
+    else:
+        return None
+    return i if i is not None and -(1 << 63) <= i < (1 << 63) else None
 
 
 def _int_col(values) -> pd.arrays.IntegerArray:
@@ -207,7 +211,7 @@ def _tracks(ctx: _Ctx, is_dev: np.ndarray) -> pd.DataFrame:
         m = re.match(r"^\s*GPU\s*(\d+)", lab)
         if m or tid_ in dev_tracks:
             kinds.append("device")
-            dev_ids.append(int(m.group(1)) if m else _int_or_none(pid))
+            dev_ids.append(_int_or_none(m.group(1) if m else pid))
         elif tid_ in counter_tracks and tid_ not in slice_tracks:
             kinds.append("counter")
             dev_ids.append(None)

@@ -7,6 +7,7 @@ import os
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tb_plugin.analysis.gpu_breakdown import step_breakdown
@@ -196,6 +197,30 @@ def test_tiny_reader(tmp_path):
     assert al["size_kb"].iloc[0] == 2.0
     assert al["alloc_ns"].iloc[0] == 13_000 and al["release_ns"].iloc[0] == 80_000
     assert len(p.table("flows")) == 2
+
+
+def test_device_and_stream_ids_beyond_int64_are_no_ids(tmp_path):
+    """Found by the fuzz run (huge_numbers campaign, seed 5): a kernel's `device` of 1e300 and
+    a process labelled "GPU <30 digits>" overflowed the Int64 id columns, and the kernels
+    or the whole timeline were an internal error. Such an id is none; the rest reads."""
+    path = _tiny(tmp_path)
+    doc = json.loads(open(path).read())
+    for e in doc["traceEvents"]:
+        if e.get("name") == "gemm":
+            e["args"]["device"] = 1e300
+            e["args"]["stream"] = "9" * 30
+        if e.get("name") == "process_labels":
+            e["args"]["labels"] = "GPU " + "1" * 30
+    with open(path, "w") as fh:
+        json.dump(doc, fh)
+    p = _read(path)
+    assert p.errors == []
+    k = p.table("kernels").set_index("name")
+    assert k.loc["gemm", "device_id"] is pd.NA and k.loc["gemm", "stream_id"] is pd.NA
+    assert k.loc["Memcpy DtoH", "stream_id"] == 7
+    tracks = p.table("tracks")
+    assert tracks.loc[tracks["pid"].astype(str) == "0", "device_id"].isna().all()
+    assert len(p.table("slices")) > 0
 
 
 def test_tiny_breakdown_hand_computed(tmp_path):
