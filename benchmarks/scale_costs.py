@@ -98,6 +98,18 @@ def scaled(doc: dict, k: int) -> dict:
                             "dur_us": col["dur_us"] * k}}
 
 
+def _with_thresholds(fn, summaries):
+    """fn(summaries, thresholds), or fn(summaries) at a revision where the analysis loaded
+    the advisor's thresholds itself."""
+    import inspect
+
+    from tb_plugin.advisor import thresholds
+
+    if "t" in inspect.signature(fn).parameters:
+        return fn(summaries, thresholds.load())
+    return fn(summaries)
+
+
 def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
     """RSS added by holding `ranks` summaries (in the form `SummaryStore` holds them) and the
     whole-run view over them, and the CPU / wall time of that first whole-run answer."""
@@ -127,9 +139,9 @@ def tb_memory(summary_paths: list[str], ranks: int, scale: int = 1) -> dict:
         summaries.append({**d, "rank": i, "worker": f"rank{i}", "span": "s"})
     t1, w1 = time.process_time(), time.perf_counter()
     held = proc.memory_info().rss
-    votes = distributed_findings.straggler_votes(summaries)
+    votes = _with_thresholds(distributed_findings.straggler_votes, summaries)
     t2 = time.process_time()
-    view = distributed.run_view(summaries)
+    view = _with_thresholds(distributed.run_view, summaries)
     t3, w3 = time.process_time(), time.perf_counter()
     after = proc.memory_info().rss
     return {"ranks": ranks, "scale": scale, "summary_json_kb": round(len(texts[0]) / 1024, 1),

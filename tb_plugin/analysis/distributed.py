@@ -141,10 +141,11 @@ def links_table(summaries: list[dict]) -> pd.DataFrame:
                                na_position="last").reset_index(drop=True)
 
 
-def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -> dict:
+def run_view(summaries: list[dict], t, outliers: int = 10, max_links: int = 4096) -> dict:
     """The whole-run part of the distributed view (everything except the rank pages).
 
-    `summaries` must carry "rank" and "worker" and be sorted by rank.
+    `summaries` must carry "rank" and "worker" and be sorted by rank; `t`: the advisor's
+    thresholds, for the findings.
     """
     stats = [rank_stats(s) for s in summaries]
     steps = [Steps.of(s.get("steps")) for s in summaries]
@@ -181,7 +182,7 @@ def run_view(summaries: list[dict], outliers: int = 10, max_links: int = 4096) -
         "comm_ops": to_records(comm),
         "matrix": {"rank_count": len(summaries), "total_links": int(len(links)),
                    "links": to_records(links.head(max_links))} if len(links) else None,
-        "findings": findings(stats, links, summaries),
+        "findings": findings(stats, links, summaries, t),
     }
 
 

@@ -19,7 +19,8 @@ Definitions:
   votes.
 - Slow link: a link whose bandwidth is below `slow_link_ratio` (50%) of the median bandwidth
   of the links with the same transport (at least 3 such links). Up to 10, slowest first.
-Thresholds come from the advisor's table (`tb_plugin.advisor.thresholds`).
+Thresholds (`t`) are the advisor's table (`tb_plugin.advisor.thresholds`), passed in by the
+caller (the distributed view's route, the advisor's rules).
 """
 from __future__ import annotations
 
@@ -31,14 +32,6 @@ from .rank_summary import PAIRS, Collectives
 # Dixon's Q (r10) critical values at 99% confidence, n = 3..10 ranks.
 DIXON_Q99 = {3: 0.994, 4: 0.926, 5: 0.821, 6: 0.740, 7: 0.680, 8: 0.634, 9: 0.598, 10: 0.568}
 ROBUST_Z = 3.5
-
-
-def _thresholds(thresholds):
-    if thresholds is not None:
-        return thresholds
-    from ..advisor.thresholds import load
-
-    return load()
 
 
 def _low_outliers(cols: np.ndarray) -> np.ndarray:
@@ -110,14 +103,13 @@ def _vote_batch(parts: list, gap: float) -> list:
     return out
 
 
-def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
+def straggler_votes(summaries: list[dict], t) -> tuple[dict, int]:
     """({rank: votes}, collectives compared): the vote over collectives described above.
 
     Column-wise: each call is (pair code, ordinal of the call among the rank's calls of that
     pair); a consistent pair with n calls on R ranks is an R x n matrix, one column per
     collective, its rows in the summaries' order. The pairs are voted in batches of code
     ranges (`VOTE_BATCH_CALLS`), their results counted in the order of the pairs' names."""
-    t = _thresholds(thresholds)
     per_rank: dict = {}  # rank -> (codes, durations) without point-to-point calls
     for s in summaries:
         c = Collectives.of(s.get("collectives"))
@@ -158,9 +150,7 @@ def straggler_votes(summaries: list[dict], thresholds=None) -> tuple[dict, int]:
     return votes, compared
 
 
-def straggler_findings(stats: list[dict], summaries: list[dict] | None = None,
-                       thresholds=None) -> list[dict]:
-    t = _thresholds(thresholds)
+def straggler_findings(stats: list[dict], summaries: list[dict] | None, t) -> list[dict]:
     out: list[dict] = []
     if len(stats) < 2:
         return out
@@ -211,8 +201,7 @@ def straggler_findings(stats: list[dict], summaries: list[dict] | None = None,
     return out
 
 
-def slow_link_findings(links: pd.DataFrame, thresholds=None) -> list[dict]:
-    t = _thresholds(thresholds)
+def slow_link_findings(links: pd.DataFrame, t) -> list[dict]:
     out: list[dict] = []
     if len(links) == 0:
         return out
@@ -243,9 +232,8 @@ def slow_link_findings(links: pd.DataFrame, thresholds=None) -> list[dict]:
     return out
 
 
-def findings(stats: list[dict], links: pd.DataFrame, summaries: list[dict] | None = None,
-             thresholds=None) -> list[dict]:
+def findings(stats: list[dict], links: pd.DataFrame, summaries: list[dict] | None,
+             t) -> list[dict]:
     """The distributed view's findings (the advisor's straggler / slow_link rules use the
     same functions)."""
-    return straggler_findings(stats, summaries, thresholds) + \
-        slow_link_findings(links, thresholds)
+    return straggler_findings(stats, summaries, t) + slow_link_findings(links, t)

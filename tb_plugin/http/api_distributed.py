@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from ..advisor import thresholds as advisor_thresholds
 from ..analysis import compare as compare_view
 from ..analysis import distributed as dist
 from ..analysis import rank_summary
@@ -118,7 +119,7 @@ def _summaries_for(loader: Loader, run, keys) -> list[dict]:
 def _run_data(loader: Loader, run, keys):
     def build():
         summaries = _summaries_for(loader, run, keys)
-        return summaries, dist.run_view(summaries)
+        return summaries, dist.run_view(summaries, advisor_thresholds.load())
 
     with _build_lock:  # one build per run at a time; concurrent callers wait for it
         return _run_results.get_or_compute(("distributed", run.name, keys), build)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tb_plugin.advisor import thresholds
 from tb_plugin.analysis import distributed as dist
 from tb_plugin.analysis import rank_summary
 from tb_plugin.model import Profile
@@ -121,7 +122,7 @@ def test_straggler_and_slow_link_findings():
         slow = r == 2
         profiles.append(npu_rank(r, 7_800 if slow else 6_000, 10 if slow else 1_500,
                                  links=[((r + 1) % 4, 10.0, 4_000_000 if r == 1 else 1_000_000, True)]))
-    view = dist.run_view(_summaries(profiles))
+    view = dist.run_view(_summaries(profiles), thresholds.load())
     json.dumps(view, allow_nan=False)
     strag = [f for f in view["findings"] if f["kind"] == "straggler"]
     assert [f["rank"] for f in strag] == [2]
@@ -139,7 +140,7 @@ def test_straggler_and_slow_link_findings():
 
 
 def test_no_findings_when_ranks_are_even():
-    view = dist.run_view(_summaries([npu_rank(r, 6_000, 100) for r in range(4)]))
+    view = dist.run_view(_summaries([npu_rank(r, 6_000, 100) for r in range(4)]), thresholds.load())
     assert view["findings"] == []
 
 
@@ -149,7 +150,7 @@ def test_large_runs_are_paged_and_bucketed():
         summaries.append({"rank": r, "worker": f"rank{r}", "comm_ops": [], "links": [],
                           "steps": [{"step": 1, "total_us": 100.0 + (50 if r == 77 else 0),
                                      "breakdown": {c: 1.0 for c in CATS}}]})
-    view = dist.run_view(summaries)
+    view = dist.run_view(summaries, thresholds.load())
     assert len(view["heatmap"]["rows"]) <= dist.HEATMAP_MAX_ROWS
     assert view["heatmap"]["ranks_per_row"] == 4
     # Bucket holding rank 77 keeps the max.

@@ -173,9 +173,9 @@ def test_view_and_pages_are_the_same_for_lists_and_memory():
         s["steps"] = steps_of(s["rank"], 5, slow=1.4 if s["rank"] == 1 else 1.0,
                               missing_breakdown=True)
     sums[5]["steps"] = []
-    want = dist.run_view(sums)
+    want = dist.run_view(sums, th.load())
     mem = [as_memory(s) for s in sums]
-    assert json.dumps(dist.run_view(mem), sort_keys=True) == json.dumps(want, sort_keys=True)
+    assert json.dumps(dist.run_view(mem, th.load()), sort_keys=True) == json.dumps(want, sort_keys=True)
     for sort in ("rank", "-avg_total_us", "avg_computing_us", "-avg_wait_us"):
         a = dist.page_ranks(sums, sort, 2, 7)
         b = dist.page_ranks(mem, sort, 2, 7)

@@ -15,6 +15,7 @@ import pytest
 
 from fixtures import generate as g
 from tb_plugin import discovery as D
+from tb_plugin.advisor import thresholds
 from tb_plugin.analysis import distributed as dist
 from tb_plugin.analysis import rank_summary
 from tb_plugin.readers import read
@@ -134,7 +135,7 @@ def test_summaries_equal_the_raw_ranks(job_dir):
         for rank in sorted(profiles):
             s = rank_summary.rank_summary(profiles[rank])
             out.append({**s, "rank": rank, "worker": f"rank{rank}"})
-        return dist.run_view(out)
+        return dist.run_view(out, thresholds.load())
 
     a, b = view(raw), view(cluster)
     assert [f["rank"] for f in b["findings"] if f["kind"] == "straggler"] == [2]
