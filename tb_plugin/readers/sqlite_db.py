@@ -60,14 +60,20 @@ class DbFile:
 
     def fetch_all(self, sql: str, params: tuple = ()) -> list:
         """All rows of `sql`, text that is not UTF-8 included (`_replacing_text`)."""
+        return self._bad_text_tolerated(lambda: self.con.execute(sql, params).fetchall())
+
+    def _bad_text_tolerated(self, read):
+        """`read()`; once more with each bad byte of TEXT as U+FFFD when sqlite3 could not
+        decode a value (damage), after which the connection keeps that text factory. A
+        message of SQLite's own that is not UTF-8 is a DbError."""
         try:
             try:
-                return self.con.execute(sql, params).fetchall()
+                return read()
             except sqlite3.OperationalError as exc:
                 if not _not_utf8(exc):
                     raise
                 self.con.text_factory = _replacing_text
-                return self.con.execute(sql, params).fetchall()
+                return read()
         except UnicodeDecodeError as exc:
             raise DbError(_reason(exc)) from None
 
@@ -131,14 +137,9 @@ class DbFile:
         """Run `sql`, fetching BATCH_ROWS rows at a time into typed Arrow columns (ints stay
         exact: nullable Int64 where NULLs occur, never float)."""
         try:
-            try:
-                names, types, batches = self._batches(sql, kinds, params)
-            except sqlite3.OperationalError as exc:
-                if not _not_utf8(exc):
-                    raise
-                self.con.text_factory = _replacing_text  # (read again, such text replaced)
-                names, types, batches = self._batches(sql, kinds, params)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            names, types, batches = self._bad_text_tolerated(
+                lambda: self._batches(sql, kinds, params))
+        except sqlite3.Error as exc:
             raise DbError(_reason(exc)) from None
         if not batches:
             table = pa.table([pa.array([], type=t) for t in types], names=names)
