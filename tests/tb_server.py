@@ -1,6 +1,7 @@
 """Start a real `tensorboard` process for end-to-end and browser tests."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -82,6 +83,17 @@ class TensorBoard:
             except (urllib.error.URLError, ConnectionError, OSError, ValueError):
                 time.sleep(0.3)
         raise RuntimeError(f"tensorboard did not answer in {timeout}s: {self.log()}")
+
+    @contextlib.contextmanager
+    def loaded(self, timeout: float = 300):
+        """Started and every run loaded for the `with` block; stopped after it, also when it
+        never answered or never finished loading."""
+        try:
+            self.start()
+            self.wait_loaded(timeout)
+            yield self
+        finally:
+            self.stop()
 
     def wait_loaded(self, timeout: float = 300) -> dict:
         deadline = time.time() + timeout

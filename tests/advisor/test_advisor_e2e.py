@@ -38,12 +38,8 @@ def logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tb(logdir):
-    server = TensorBoard(logdir).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(logdir).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_committed_planted_run_is_up_to_date(tmp_path):

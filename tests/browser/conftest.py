@@ -79,12 +79,8 @@ def server(chromium_path):
     if not os.path.isdir(FIXTURES) or not any(
             os.path.isdir(os.path.join(FIXTURES, d)) for d in os.listdir(FIXTURES)):
         pytest.skip("fixtures/ has no runs")
-    tb = TensorBoard(FIXTURES).start()
-    try:
-        tb.wait_loaded()
+    with TensorBoard(FIXTURES).loaded() as tb:
         yield Server(tb)
-    finally:
-        tb.stop()
 
 
 @pytest.fixture(scope="session")

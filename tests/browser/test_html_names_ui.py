@@ -32,13 +32,8 @@ def hostile_server(tmp_path_factory, chromium_path):
     write_kineto(os.path.join(logdir, ERRORS_RUN), "good.1.pt.trace.json", ["aten::add"], ["k"])
     with open(os.path.join(logdir, ERRORS_RUN, BAD_FILE), "wb") as fh:
         fh.write(b"not json")
-    tb = TensorBoard(logdir)
-    try:
-        tb.start()
-        tb.wait_loaded()
+    with TensorBoard(logdir).loaded() as tb:
         yield Server(tb)
-    finally:
-        tb.stop()
 
 
 @pytest.fixture

@@ -49,12 +49,8 @@ def logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tb(logdir):
-    server = TensorBoard(str(logdir)).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(str(logdir)).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_exactly_the_expected_runs(tb):

@@ -77,12 +77,8 @@ def bad_logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tb(bad_logdir):
-    server = TensorBoard(bad_logdir).start()
-    try:
-        server.wait_loaded(240)
+    with TensorBoard(bad_logdir).loaded(240) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def run_errors(tb, name):

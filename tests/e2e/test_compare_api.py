@@ -29,12 +29,8 @@ def tb(tmp_path_factory):
     # Runs linked in from outside the logdir, as a user who opted in to following them.
     os.symlink(RESNET, logdir / "resnet")
     os.symlink(os.path.join(FIXTURES, "torch_npu_dist4"), logdir / "dist4")
-    server = TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 

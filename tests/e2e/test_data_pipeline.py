@@ -52,12 +52,8 @@ def logdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tb(logdir):
-    server = TensorBoard(logdir).start()
-    try:
-        server.wait_loaded()
+    with TensorBoard(logdir).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _only_profile(tb, run):

@@ -74,12 +74,8 @@ def expected(rank: int) -> dict:
 def tb(tmp_path_factory):
     d = tmp_path_factory.mktemp("logdir")
     shutil.copytree(os.path.join(FIXTURES, RUN), d / RUN)
-    server = TensorBoard(str(d)).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(str(d)).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

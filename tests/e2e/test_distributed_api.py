@@ -33,12 +33,8 @@ def tb(tmp_path_factory):
     # Runs linked in from outside the logdir, as a user who opted in to following them.
     os.symlink(DIST, logdir / RUN)
     os.symlink(os.path.join(FIXTURES, "torch_npu_level1"), logdir / "torch_npu_level1")
-    server = TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).start()
-    try:
-        server.wait_loaded(240)
+    with TensorBoard(str(logdir), extra_env=FOLLOW_LINKS).loaded(240) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,8 @@ LEVEL1 = os.path.join(FIXTURES, "torch_npu_level1")
 
 @pytest.fixture(scope="module")
 def tb():
-    server = TensorBoard(FIXTURES).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(FIXTURES).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 

@@ -36,12 +36,8 @@ def tb(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("graphmode")
     for name, src in RUNS.items():
         shutil.copytree(src, logdir / name)
-    server = TensorBoard(str(logdir)).start()
-    try:
-        server.wait_loaded(240)
+    with TensorBoard(str(logdir)).loaded(240) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _profile(tb, run):

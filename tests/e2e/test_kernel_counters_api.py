@@ -31,12 +31,8 @@ def same(got, want):
 def tb(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("logdir")
     shutil.copytree(os.path.join(FIXTURES, RUN), logdir / RUN)
-    server = TensorBoard(str(logdir)).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(str(logdir)).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,8 @@ RESNET = os.path.join(REAL_DATA, "kineto_resnet50_w0", "worker0.1623143089861.pt
 
 @pytest.fixture(scope="module")
 def tb():
-    server = TensorBoard(REAL_DATA).start()
-    try:
-        server.wait_loaded(240)
+    with TensorBoard(REAL_DATA).loaded(240) as server:
         yield server
-    finally:
-        server.stop()
 
 
 

@@ -34,12 +34,8 @@ def tb(tmp_path_factory):
     for name in ("sqlite_torch_npu_db", "sqlite_torch_npu_text_db", "sqlite_mindspore_db",
                  "sqlite_msprof_db"):
         shutil.copytree(os.path.join(FIXTURES, name), str(logdir / "committed" / name))
-    t = TensorBoard(str(logdir)).start()
-    try:
-        t.wait_loaded()
+    with TensorBoard(str(logdir)).loaded() as t:
         yield t
-    finally:
-        t.stop()
 
 
 def _profiles(tb, run):

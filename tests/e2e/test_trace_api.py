@@ -14,12 +14,8 @@ from tests.tb_server import FIXTURES, TensorBoard, get_json
 
 @pytest.fixture(scope="module")
 def tb():
-    t = TensorBoard(FIXTURES).start()
-    try:
-        t.wait_loaded()
+    with TensorBoard(FIXTURES).loaded() as t:
         yield t
-    finally:
-        t.stop()
 
 
 def _get(tb, route, **params):

@@ -50,22 +50,14 @@ def local_tb(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("local-copy")
     for run in RUNS + [LATE_RUN]:
         shutil.copytree(os.path.join(FIXTURES, run), logdir / run)
-    server = TensorBoard(str(logdir)).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(str(logdir)).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
 def remote_tb(s3):
-    server = TensorBoard(f"s3://{BUCKET}/{PREFIX}", extra_env=s3.env()).start()
-    try:
-        server.wait_loaded(300)
+    with TensorBoard(f"s3://{BUCKET}/{PREFIX}", extra_env=s3.env()).loaded() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _mirror_tree(tb: TensorBoard) -> str:

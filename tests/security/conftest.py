@@ -77,10 +77,5 @@ def hostile(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tb(hostile):
-    server = TensorBoard(hostile[0])
-    try:
-        server.start()  # stopped below even when it never answers
-        server.wait_loaded()
+    with TensorBoard(hostile[0]).loaded() as server:  # (stopped even if it never answers)
         yield server
-    finally:
-        server.stop()
