@@ -358,7 +358,8 @@ def _summary_ops(doc: dict) -> pd.DataFrame | None:
     rows = []
     for i in range(n):
         a, u = na(avg[i]), na(util[i])
-        cap = round(a * 100.0 / u) if a is not None and u else None
+        ratio = a * 100.0 / u if a is not None and u else math.nan
+        cap = _int(round(ratio)) if math.isfinite(ratio) else None  # (_int: None past int64)
         p = _int(parents[i])
         rows.append({
             "op_id": _int(ids[i]), "op_type": str(names[i] or ""),

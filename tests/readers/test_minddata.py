@@ -203,8 +203,14 @@ def test_summary_ids_beyond_any_integer_are_no_ops(tmp_path):
     summ = json.loads(path.read_text())
     ids = list(summ["op_ids"])
     assert len(ids) >= 3
-    text = json.dumps(dict(summ, op_ids=["@0", "@1", *ids[2:]]))
-    path.write_text(text.replace('"@0"', "1e300").replace('"@1"', "1" * 400))
+    avg = list(summ["queue_average_size"])
+    assert summ["queue_utilization_pct"][2] > 0
+    avg[2] = "@2"  # a queue size whose capacity (size / usage) is beyond int64 (seed 41: 328)
+    text = json.dumps(dict(summ, op_ids=["@0", "@1", *ids[2:]], queue_average_size=avg))
+    path.write_text(text.replace('"@0"', "1e300").replace('"@1"', "1" * 400)
+                    .replace('"@2"', "1e300"))
     p = _profile(str(tmp_path / "ms"))
     assert not [e for e in p.errors if "summary" in e.path], p.errors
-    assert sorted(p.table("pipeline_ops")["op_id"]) == sorted(ids[2:])
+    ops = p.table("pipeline_ops").set_index("op_id")
+    assert sorted(ops.index) == sorted(ids[2:])
+    assert ops.loc[ids[2], "queue_capacity"] is pd.NA
