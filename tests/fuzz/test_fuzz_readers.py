@@ -7,7 +7,9 @@ mutation, and `python benchmarks/fuzz_inputs.py --seed S --case N` replays it.
 
 Bounds (environment): NPU_FUZZ_SEED (default 20261201), NPU_FUZZ_COUNT (default 400 cases),
 NPU_FUZZ_SECONDS (default 150: the run stops taking new cases after that, so the test
-takes about 2-3 minutes even on a busy machine).
+takes about 2-3 minutes even on a busy machine). Then a campaign of `huge_numbers` alone
+(the mutation that found most bugs of the long runs): NPU_FUZZ_HUGE_COUNT (default 300),
+at most NPU_FUZZ_HUGE_SECONDS (default 60).
 """
 from __future__ import annotations
 
@@ -20,16 +22,30 @@ from tests.fuzz import engine
 SEED = int(os.environ.get("NPU_FUZZ_SEED", "20261201"))
 COUNT = int(os.environ.get("NPU_FUZZ_COUNT", "400"))
 SECONDS = float(os.environ.get("NPU_FUZZ_SECONDS", "150"))
+HUGE_COUNT = int(os.environ.get("NPU_FUZZ_HUGE_COUNT", "300"))
+HUGE_SECONDS = float(os.environ.get("NPU_FUZZ_HUGE_SECONDS", "60"))
+
+
+def _report(summary) -> str:
+    return "\n".join(f"{f.case.describe()}\n  " + "\n  ".join(f.problems)
+                     for f in summary.findings)
 
 
 def test_mutated_inputs_load_or_fail_per_file():
     summary = engine.run(SEED, COUNT, workers=2, time_cap=SECONDS, case_timeout=60)
-    report = "\n".join(f"{f.case.describe()}\n  " + "\n  ".join(f.problems)
-                       for f in summary.findings)
-    assert not summary.findings, f"{len(summary.findings)} finding(s):\n{report}"
+    assert not summary.findings, f"{len(summary.findings)} finding(s):\n{_report(summary)}"
     # Not vacuous: cases ran, on every kind of file.
     assert summary.done >= min(COUNT, 40), summary
     assert {"csv", "json", "gz"} <= set(summary.by_kind), summary.by_kind
+
+
+def test_numbers_beyond_every_range_load_or_fail_per_file():
+    """Overflowing, huge and tiny numbers in every kind of file (1e400, 10^40, 2^64, 1e-400)."""
+    summary = engine.run(SEED, HUGE_COUNT, workers=2, time_cap=HUGE_SECONDS, case_timeout=60,
+                         mutation="huge_numbers")
+    assert not summary.findings, f"{len(summary.findings)} finding(s):\n{_report(summary)}"
+    assert summary.done >= min(HUGE_COUNT, 40), summary
+    assert set(summary.by_mutation) == {"huge_numbers"}
 
 
 def test_plan_and_mutations_are_reproducible():
