@@ -306,6 +306,7 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
                & (t["kind"].to_numpy() != "host"))
     enc_dev = pd.Series(np.where(encoded, pid_i & 31, np.nan), index=t.index)
     dev = dev.where(dev.notna(), enc_dev)
+    dev = dev.where(dev.abs() < 2.0 ** 63)  # ("NPU <30 digits>": no device; NaN stays NaN)
     t["device_id"] = dev.round().astype("Int64")
     t["process_sort"] = np.clip(t["process_sort"].to_numpy(), -(1 << 31), (1 << 31) - 1)
     t["thread_sort"] = np.clip(t["thread_sort"].to_numpy(), -(1 << 31), (1 << 31) - 1)

@@ -991,9 +991,9 @@ def test_shapes_and_stack_cleanup_match_the_rule(seed):
 
 
 def test_a_process_id_beyond_any_integer_is_no_device_and_loses_nothing(tmp_path):
-    """Found by the fuzz run (seed 23, `huge_numbers`): a pid of 1e400 made the device-id
-    decoding of the tracks fail, and with it the whole timeline. Now that process is a track
-    with no device, and every event of the trace is still read."""
+    """Found by the fuzz runs (`huge_numbers`): a pid of 1e400, or an "NPU <41 digits>"
+    label, made the device-id decoding of the tracks fail, and with it the whole timeline.
+    Now such a process is a track with no device, and every event is still read."""
     src = os.path.join(FIXTURES_DIR, "torch_npu_level1")
     if not os.path.isdir(src):
         pytest.skip("fixture torch_npu_level1 not generated")
@@ -1007,6 +1007,9 @@ def test_a_process_id_beyond_any_integer_is_no_device_and_loses_nothing(tmp_path
     text = trace.read_text()
     damaged = re.sub(rf'"pid":\s*"?{re.escape(str(host_pid))}"?(?=[,}}])', '"pid":1e400', text)
     assert damaged != text
+    # ... and a device label whose number is beyond int64 (huge_numbers seed 6: 983).
+    assert '"labels":"NPU 0"' in damaged
+    damaged = damaged.replace('"labels":"NPU 0"', '"labels":"NPU 1' + "0" * 40 + '"')
     trace.write_text(damaged)
 
     def read(d):
@@ -1023,3 +1026,6 @@ def test_a_process_id_beyond_any_integer_is_no_device_and_loses_nothing(tmp_path
     tracks = prof.table("tracks")
     moved = tracks[tracks["pid"].astype(str) == "1e400"]
     assert len(moved) > 0 and moved["device_id"].isna().all()
+    clean_tracks = clean.table("tracks")
+    assert (clean_tracks["device_id"] == 0).any()
+    assert not (tracks["device_id"] == 0).fillna(False).any()  # the NPU 0 label is gone
