@@ -42,7 +42,7 @@ from ..step_categories import MINDSPORE_LEGACY_STEP_CATEGORIES, category_names
 from . import columns as C
 from . import minddata
 from .context import ReadContext, read_trace, run_steps
-from .us_text import us_text_to_ns
+from .us_text import to_int64, us_text_to_ns
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10
@@ -177,7 +177,7 @@ def _read_kernels(ctx: _Ctx) -> None:
         "core_type": core,
         "start_ns": start,
         "dur_ns": dur,
-        "stream_id": pd.to_numeric(df[c["stream_id"]], errors="coerce").astype("Int64"),
+        "stream_id": to_int64(df[c["stream_id"]]),  # (junk, 1e400, 3.5e30: none)
         "device_id": pd.array([ctx.id] * len(df), dtype="Int64"),
     })
     ctx.profile.set("kernels", out)

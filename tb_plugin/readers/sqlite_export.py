@@ -52,7 +52,7 @@ from . import columns as C
 from . import db_columns as D
 from .communication_json import P2P_PREFIXES
 from .sqlite_db import DbFile, DbSource, find_db_files, select_list
-from .us_text import us_text_to_ns
+from .us_text import to_int64, us_text_to_ns
 
 def _needs(ctx, table: str) -> bool:
     """Text first: the db fills a table the text steps left empty."""
@@ -639,7 +639,7 @@ def _module_memory(db: DbFile, device_id) -> pd.DataFrame | None:
 
 def _step_of(values: pd.Series) -> pd.array:
     text = values.fillna("").astype(str).str.replace(r"^step", "", regex=True)
-    return pd.to_numeric(text, errors="coerce").astype("Int64")
+    return to_int64(text)
 
 
 def _kinds(kind: pd.Series | None, names: pd.Series) -> np.ndarray:

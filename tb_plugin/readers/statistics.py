@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from . import columns as C
 from .text_cells import may_need_trim
 from .tolerant import text_series
-from .us_text import to_float, us_text_to_ns
+from .us_text import to_float, to_int64, us_text_to_ns
 
 
 def _table(data) -> pa.Table:
@@ -107,8 +107,8 @@ def aicpu_kernels(data, device_id=None) -> pd.DataFrame:
     else:
         dur = _ms_ns(t, c, "total_ms")
     name = _text(t, c, "name", strip=True).to_numpy(zero_copy_only=False)
-    stream = pd.to_numeric(text_series(t.column(c["stream"])), errors="coerce").astype("Int64") \
-        if "stream" in c else pd.array([pd.NA] * t.num_rows, dtype="Int64")
+    stream = to_int64(text_series(t.column(c["stream"]))) if "stream" in c \
+        else pd.array([pd.NA] * t.num_rows, dtype="Int64")
     return pd.DataFrame({"name": name, "type": name, "core_type": "AI_CPU",
                          "start_ns": _ns(t, c, "start"), "dur_ns": dur,
                          "stream_id": stream})
