@@ -30,6 +30,7 @@ import pandas as pd
 
 from . import columns as C
 from .context import ReadContext, run_steps
+from .us_text import to_int64
 
 _ID_LIST = re.compile(r"-?\d+")
 
@@ -195,7 +196,7 @@ class _State:
         self.queues.append(pd.DataFrame({
             "queue": "get_next", "batch": pd.array(np.arange(1, len(rows) + 1), dtype="Int64"),
             "record": "wait_ms", "value": ms, "capacity": pd.array([pd.NA] * len(rows), dtype="Int64"),
-            "ts": pd.array(ts.to_numpy(), dtype="Float64").astype("Int64")}))
+            "ts": to_int64(ts.to_numpy())}))
 
     # ---- both --------------------------------------------------------------------------
     def store(self, ctx: ReadContext) -> None:
@@ -259,12 +260,12 @@ def _raw_ops(ctx: ReadContext, path: str) -> pd.DataFrame | None:
     return pd.DataFrame({
         "op_id": op_id.astype(np.int64).to_numpy(),
         "op_type": df[c["op_type"]].fillna("").astype(str).to_numpy(dtype=object),
-        "num_workers": pd.array(num("num_workers").to_numpy(), dtype="Float64").astype("Int64"),
-        "parent_id": pd.array(num("parent_id").to_numpy(), dtype="Float64").astype("Int64"),
+        "num_workers": to_int64(num("num_workers")),
+        "parent_id": to_int64(num("parent_id")),
         "children_ids": [_id_text(_id_list(x)) for x in children],
         "queue_samples": pd.array(n, dtype="Int64"),
         "queue_avg_size": avg.to_numpy(dtype=np.float64),
-        "queue_capacity": pd.array(cap.to_numpy(), dtype="Float64").astype("Int64"),
+        "queue_capacity": to_int64(cap.to_numpy()),
         "queue_usage_pct": usage.to_numpy(dtype=np.float64),
         "queue_empty_pct": np.asarray(empty, dtype=np.float64),
     })
@@ -433,10 +434,10 @@ def _queue_records(ctx: ReadContext, path: str, queue: str) -> pd.DataFrame | No
     keep = kind != ""
     cap = np.where(is_size, num[1].to_numpy(), np.nan)
     return pd.DataFrame({
-        "queue": queue, "batch": pd.array(num[2].to_numpy(), dtype="Float64").astype("Int64"),
+        "queue": queue, "batch": to_int64(num[2].to_numpy()),
         "record": kind, "value": num[3].to_numpy(dtype=np.float64),
-        "capacity": pd.array(cap, dtype="Float64").astype("Int64"),
-        "ts": pd.array(num[4].to_numpy(), dtype="Float64").astype("Int64"),
+        "capacity": to_int64(cap),
+        "ts": to_int64(num[4].to_numpy()),
     })[keep].reset_index(drop=True)
 
 
@@ -456,7 +457,7 @@ def _get_next_records(ctx: ReadContext, path: str, timestamps_us: bool) -> pd.Da
     ts = np.round(start)
     batch = pd.array(np.arange(1, len(df) + 1), dtype="Int64")
     na = pd.array([pd.NA] * len(df), dtype="Int64")
-    ts_col = pd.array(ts, dtype="Float64").astype("Int64")
+    ts_col = to_int64(ts)
     parts = [pd.DataFrame({"queue": "get_next", "batch": batch, "record": "wait_ms",
                            "value": (end - start) / per_ms, "capacity": na, "ts": ts_col})]
     if not np.isnan(size).all():

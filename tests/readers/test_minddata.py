@@ -214,3 +214,31 @@ def test_summary_ids_beyond_any_integer_are_no_ops(tmp_path):
     ops = p.table("pipeline_ops").set_index("op_id")
     assert sorted(ops.index) == sorted(ids[2:])
     assert ops.loc[ids[2], "queue_capacity"] is pd.NA
+
+
+def test_raw_csv_integers_beyond_int64_are_none(tmp_path):
+    """num_workers / parent_id / queue length of 1e30 or inf in the raw pipeline CSV were cast
+    through Float64 to Int64, which gives int64's minimum (-9223372036854775808) without a
+    word. Such a number is none; 2.6 workers round to 3 (`us_text.to_int64`)."""
+    shutil.copytree(MS2X, tmp_path / "ms")
+    (span,) = [d for d in os.listdir(tmp_path / "ms") if d.endswith("_ascend_ms")]
+    path = tmp_path / "ms" / span / "ASCEND_PROFILER_OUTPUT" / "minddata_pipeline_raw_0.csv"
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) >= 3 and rows[1]["parent_id"]
+    rows[0]["num_workers"] = "1e30"
+    rows[1]["parent_id"] = "inf"
+    rows[1]["output_queue_length"] = "9" * 30
+    rows[2]["num_workers"] = "2.6"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    p = _profile(str(tmp_path / "ms"))
+    ops = p.table("pipeline_ops").set_index("op_id")
+    first, second, third = (int(r["op_id"]) for r in rows[:3])
+    assert ops.loc[first, "num_workers"] is pd.NA
+    assert ops.loc[second, "parent_id"] is pd.NA
+    assert ops.loc[second, "queue_capacity"] is pd.NA
+    assert ops.loc[third, "num_workers"] == 3
+    assert (ops["num_workers"].dropna() >= 0).all() and (ops["parent_id"].dropna() >= 0).all()
