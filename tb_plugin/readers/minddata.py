@@ -231,10 +231,10 @@ def _raw_ops(ctx: ReadContext, path: str) -> pd.DataFrame | None:
     if df is None:
         return None
     c = C.resolve(df, C.MINDDATA_PIPELINE_RAW)
-    op_id = pd.to_numeric(df[c["op_id"]], errors="coerce")
+    op_id = pd.Series(to_int64(df[c["op_id"]]), index=df.index)  # (1e30: no id)
     bad = op_id.isna()
     if bad.any():
-        ctx.error(path, f"{int(bad.sum())} row(s) without a numeric op_id ignored")
+        ctx.error(path, f"{int(bad.sum())} row(s) without an integer op_id ignored")
         df, op_id = df[~bad], op_id[~bad]
     if not len(df):
         ctx.error(path, "no pipeline ops")

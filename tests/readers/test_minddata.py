@@ -225,20 +225,26 @@ def test_raw_csv_integers_beyond_int64_are_none(tmp_path):
     path = tmp_path / "ms" / span / "ASCEND_PROFILER_OUTPUT" / "minddata_pipeline_raw_0.csv"
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) >= 3 and rows[1]["parent_id"]
+    assert len(rows) == 3 and rows[1]["parent_id"]
     rows[0]["num_workers"] = "1e30"
     rows[1]["parent_id"] = "inf"
     rows[1]["output_queue_length"] = "9" * 30
-    rows[2]["num_workers"] = "2.6"
+    rows[1]["num_workers"] = "2.6"
+    dropped = int(rows[2]["op_id"])
+    rows[2]["op_id"] = "1e30"  # no id: the row is left out, and said so
     with open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     p = _profile(str(tmp_path / "ms"))
     ops = p.table("pipeline_ops").set_index("op_id")
-    first, second, third = (int(r["op_id"]) for r in rows[:3])
+    first, second = (int(r["op_id"]) for r in rows[:2])
     assert ops.loc[first, "num_workers"] is pd.NA
     assert ops.loc[second, "parent_id"] is pd.NA
     assert ops.loc[second, "queue_capacity"] is pd.NA
-    assert ops.loc[third, "num_workers"] == 3
+    assert ops.loc[second, "num_workers"] == 3
     assert (ops["num_workers"].dropna() >= 0).all() and (ops["parent_id"].dropna() >= 0).all()
+    assert dropped not in ops.index and (ops.index >= 0).all()
+    said = [e.message for e in p.errors if e.path.endswith("minddata_pipeline_raw_0.csv")]
+    assert "1 row(s) without an integer op_id ignored" in said
+    assert all("op_id" in m or "not finite" in m for m in said), said  # (inf is reported)
