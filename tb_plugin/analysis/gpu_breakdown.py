@@ -95,7 +95,7 @@ def _steps(names: np.ndarray, cats: np.ndarray, start: np.ndarray, end: np.ndarr
     rows = []
     for i in np.nonzero(is_step_cat)[0]:
         m = _STEP.match(names[i])
-        if m:
+        if m and int(m.group(1)) < 1 << 63:  # (a step number past int64 is no step: damage)
             rows.append((int(start[i]), int(end[i]), int(m.group(1))))
     rows = sorted(set(rows))
     return rows

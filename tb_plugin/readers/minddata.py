@@ -30,7 +30,7 @@ import pandas as pd
 
 from . import columns as C
 from .context import ReadContext, run_steps
-from .us_text import to_int64
+from .us_text import float_to_int64, to_int64
 
 _ID_LIST = re.compile(r"-?\d+")
 
@@ -170,7 +170,7 @@ class _State:
             if kind == "text":
                 return s.fillna("").astype(str).to_numpy(dtype=object)
             v = pd.to_numeric(s, errors="coerce")
-            return v.fillna(0).astype(np.int64).to_numpy() if kind == "int" else v.to_numpy()
+            return float_to_int64(v) if kind == "int" else v.to_numpy()
 
         self.stages = pd.DataFrame({
             "operation": col("operation", "text"), "stage": col("stage", "text"),

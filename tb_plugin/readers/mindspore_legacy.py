@@ -42,7 +42,7 @@ from ..step_categories import MINDSPORE_LEGACY_STEP_CATEGORIES, category_names
 from . import columns as C
 from . import minddata
 from .context import ReadContext, read_trace, run_steps
-from .us_text import to_int64, us_text_to_ns
+from .us_text import float_to_int64, to_int64, us_text_to_ns
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
 TICK_NS = 10
@@ -70,8 +70,8 @@ def _check_any_data(ctx: _Ctx) -> None:
 
 
 def _ticks(s: pd.Series) -> np.ndarray:
-    v = pd.to_numeric(s, errors="coerce").fillna(0).to_numpy(dtype=np.float64)
-    return np.round(v).astype(np.int64) * TICK_NS
+    ticks = float_to_int64(pd.to_numeric(s, errors="coerce"))
+    return np.where(np.abs(ticks) < (1 << 63) // TICK_NS, ticks, 0) * TICK_NS  # (no time)
 
 
 def _read_steps(ctx: _Ctx) -> None:
@@ -79,9 +79,9 @@ def _read_steps(ctx: _Ctx) -> None:
     if df is None:
         return
     c = C.resolve(df, C.STEP_TRACE_RAW)
-    num = pd.to_numeric(df[c["step"]], errors="coerce")
+    num = pd.Series(to_int64(df[c["step"]]), index=df.index)  # (1e30: no step)
     # The last row is the average (step_num `-`, older files `0`).
-    keep = (num.notna() & (num != 0)).to_numpy()
+    keep = (num.notna() & (num != 0).fillna(False)).to_numpy(bool)
     average = df[~keep].tail(1).reset_index(drop=True)
     df = df[keep].reset_index(drop=True)
     out = pd.DataFrame({"step": num[keep].astype(np.int64).to_numpy()})
@@ -148,8 +148,7 @@ def _ms_text_to_ns(s: pd.Series) -> np.ndarray:
     us = us.where(plain, "")
     ns = us_text_to_ns(us.to_numpy(dtype=object))
     if not plain.all():
-        f64 = pd.to_numeric(t[~plain], errors="coerce").fillna(0).to_numpy(dtype=np.float64)
-        ns[(~plain).to_numpy()] = np.round(f64 * 1e6).astype(np.int64)
+        ns[(~plain).to_numpy()] = float_to_int64(pd.to_numeric(t[~plain], errors="coerce"), 1e6)
     return ns
 
 
@@ -214,8 +213,8 @@ def _read_op_statistic(ctx: _Ctx) -> None:
     if df is not None and len(df):
         c = C.resolve(df, C.AICORE_TYPE_STATS)
         total = _ms_text_to_ns(df[c["total"]]) if "total" in c else np.zeros(len(df), np.int64)
-        calls = pd.to_numeric(df[c["calls"]], errors="coerce").fillna(0).astype(np.int64) \
-            .to_numpy() if "calls" in c else np.ones(len(df), np.int64)
+        calls = float_to_int64(pd.to_numeric(df[c["calls"]], errors="coerce")) \
+            if "calls" in c else np.ones(len(df), np.int64)
         pct = pd.to_numeric(df[c["percent"]], errors="coerce").to_numpy(np.float64) \
             if "percent" in c else np.full(len(df), np.nan)
         # MindSpore 2.x writes a fraction (0-1) that MindInsight multiplies by 100; older

@@ -81,7 +81,7 @@ from . import statistics
 from .communication_json import op_kind
 from .context import ReadContext, read_trace, run_steps
 from .json_numbers import ms_to_ns
-from .us_text import to_float, us_columns_to_ns, us_text_to_ns
+from .us_text import to_float, to_int64, us_columns_to_ns, us_text_to_ns
 
 _TS = re.compile(r"_(\d{14})\.(csv|json)(\.gz)?$")
 _SLICE = re.compile(r"_slice_(\d+)")
@@ -304,12 +304,8 @@ def _overlap_has_slices(profile: Profile) -> bool:
 
 
 def _ints(s: pd.Series | None, n: int) -> pd.arrays.IntegerArray:
-    if s is None:
-        return pd.array([pd.NA] * n, dtype="Int64")
-    v = to_float(s)
-    out = pd.array(np.where(np.isfinite(v), v, 0).astype(np.int64), dtype="Int64")
-    out[~np.isfinite(v)] = pd.NA
-    return out
+    """An integer column (`to_int64`: none past int64), all missing without the column."""
+    return pd.array([pd.NA] * n, dtype="Int64") if s is None else to_int64(s)
 
 
 def _us(df: pd.DataFrame, header: str | None) -> np.ndarray:
@@ -450,7 +446,7 @@ def _steps_from_csv(df: pd.DataFrame, device_id) -> pd.DataFrame | None:
     if len(df) == 0:
         return None
     best = model.value_counts().index[0]
-    keep = (model == best).to_numpy() & np.isfinite(it)
+    keep = (model == best).to_numpy() & (np.abs(it) < 2.0 ** 63)  # (NaN, inf, 1e30: no step)
     df = df[keep].reset_index(drop=True)
     it = it[keep]
     end = _us(df, c.get("end_ns"))
@@ -476,7 +472,7 @@ def _phases_from_csv(df: pd.DataFrame, device_id) -> pd.DataFrame | None:
     model = df[c["model"]].fillna("").astype(str) if "model" in c else \
         pd.Series([""] * len(df), index=df.index)
     it = to_float(df[c["step"]])
-    keep = (model == model.value_counts().index[0]).to_numpy() & np.isfinite(it)
+    keep = (model == model.value_counts().index[0]).to_numpy() & (np.abs(it) < 2.0 ** 63)
     fp_txt = df[c["fp_start"]].astype(str).str.strip()
     keep &= ~fp_txt.isin(["N/A", "", "nan"]).to_numpy()
     df, it = df[keep].reset_index(drop=True), it[keep].astype(np.int64)

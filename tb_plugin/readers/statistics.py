@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from . import columns as C
 from .text_cells import may_need_trim
 from .tolerant import text_series
-from .us_text import to_float, to_int64, us_text_to_ns
+from .us_text import float_to_int64, to_float, to_int64, us_text_to_ns
 
 
 def _table(data) -> pa.Table:
@@ -44,8 +44,7 @@ def _numbers(col) -> np.ndarray:
 def _counts(t: pa.Table, c: dict, key: str = "calls") -> np.ndarray:
     if key not in c:
         return np.zeros(t.num_rows, np.int64)
-    v = _numbers(t.column(c[key]))
-    return np.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0).astype(np.int64)
+    return float_to_int64(_numbers(t.column(c[key])))
 
 
 def _ns(t: pa.Table, c: dict, key: str) -> np.ndarray:
@@ -56,7 +55,7 @@ def _ns(t: pa.Table, c: dict, key: str) -> np.ndarray:
 
 def _ms_ns(t: pa.Table, c: dict, key: str) -> np.ndarray:
     v = _numbers(t.column(c[key])) if key in c else np.zeros(t.num_rows)
-    return np.round(np.nan_to_num(v) * 1e6).astype(np.int64)
+    return float_to_int64(v, 1e6)
 
 
 def _device(t: pa.Table, device_id) -> pa.Table:

@@ -61,6 +61,7 @@ from .json_numbers import int_or_none
 from .msprof import set_core_counts
 from .text_cells import cells_start_with
 from .tolerant import text_series
+from .us_text import float_to_int64
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 
@@ -363,8 +364,8 @@ def _read_steps(ctx: _Ctx) -> None:
     step_col = C.resolve(table, C.STEP_TRACE_TIME).get("step")
     # Step ids are exact integers; an empty Step (one whole-run row) is step 0.
     if step_col is not None:
-        cols["step"] = pd.to_numeric(text_series(table[step_col]), errors="coerce") \
-            .fillna(0).astype(np.int64).to_numpy()
+        cols["step"] = float_to_int64(pd.to_numeric(text_series(table[step_col]),
+                                                    errors="coerce"))  # (1e30: step 0)
     else:
         cols["step"] = np.zeros(n, np.int64)
     # One span = one device; if the file holds several, keep the span's device (or the first).

@@ -273,6 +273,15 @@ def to_int64(values) -> pd.arrays.IntegerArray:
     return out
 
 
+def float_to_int64(values, scale: float = 1.0) -> np.ndarray:
+    """Numbers (float; NaN for missing) times `scale`, rounded to int64; missing, not finite
+    or beyond int64 -> 0 (no count, no time: damage such as 1e300). numpy's own cast gives
+    int64's minimum for those, without a word."""
+    x = np.asarray(values, np.float64) * scale
+    ok = np.isfinite(x) & (np.abs(x) < 2.0 ** 63)
+    return np.where(ok, np.round(np.where(ok, x, 0.0)), 0.0).astype(np.int64)
+
+
 def to_float(values) -> np.ndarray:
     """Numbers given as text ("12.5\\t", "N/A", "") to float64 (NaN for missing)."""
     s = pd.Series(values)

@@ -13,7 +13,8 @@ overruns it, so a hang is a finding, not a stuck run. A finding is:
 - an exception that escapes the reader, derive, the cache or a view;
 - a file error without a path inside the logdir or without a reason, or whose reason is an
   internal error (an exception's text) rather than something a user can act on;
-- a table that lost a column of its schema;
+- a table that lost a column of its schema, or an integer column holding int64's minimum
+  (a number it cannot hold, cast without a word);
 - a hang (the case overran its time limit).
 
 Used by `tests/fuzz/test_fuzz_readers.py` (bounded for CI) and `benchmarks/fuzz_inputs.py`
@@ -434,9 +435,25 @@ def check_span(logdir: str, span_root: str, work: str, index_trace: bool = True)
             missing = [c for c in SCHEMAS.get(name, {}) if c not in df.columns]
             if missing:
                 problems.append(f"table {name} lost column(s) {missing}")
+            problems.extend(_int64_minimum(name, df))
         problems.extend(_views(profile))
         shutil.rmtree(entry, ignore_errors=True)
     return problems
+
+
+INT64_MIN = -(1 << 63)
+
+
+def _int64_minimum(name: str, df) -> list[str]:
+    """int64's minimum in an integer column: what a cast of inf, NaN or a number past int64
+    gives without a word (never a value of its own), so a damaged number read as data."""
+    out = []
+    for col in df.columns:
+        if str(df[col].dtype) in ("int64", "Int64") and \
+                bool((df[col].fillna(0) == INT64_MIN).any()):
+            out.append(f"table {name} column {col} holds int64's minimum (a cast of a number "
+                       "it cannot hold)")
+    return out
 
 
 def _views(profile) -> list[str]:

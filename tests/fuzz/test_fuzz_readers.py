@@ -91,3 +91,13 @@ def test_a_campaign_draws_its_mutation_alone_and_is_reproducible():
     assert "--mutation" not in engine.plan(SEED, 1, files, kinds)[0].describe()
     with pytest.raises(ValueError, match="no mutation"):
         engine.plan(SEED, 1, files, kinds, mutation="nonsense")
+
+
+def test_int64s_minimum_in_a_table_is_a_finding():
+    import pandas as pd
+
+    ok = pd.DataFrame({"a": [1, -5], "b": pd.array([None, 3], dtype="Int64"), "c": [0.5, -9e18]})
+    assert engine._int64_minimum("t", ok) == []
+    bad = ok.assign(b=pd.array([None, engine.INT64_MIN], dtype="Int64"))
+    assert engine._int64_minimum("t", bad) == \
+        ["table t column b holds int64's minimum (a cast of a number it cannot hold)"]
