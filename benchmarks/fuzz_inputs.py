@@ -61,10 +61,7 @@ def _write_cases(seed: int, indexes: list[int], dest: str, mutation: str | None)
     import shutil
 
     files = engine.input_files()
-    kinds = {}
-    for f, _ in files:
-        with open(os.path.join(engine.FIXTURES, f), "rb") as fh:
-            kinds[f] = engine.kind_of(f, fh.read(1 << 16))
+    kinds = engine.file_kinds(files)
     span_of = dict(files)
     for i in indexes:
         (case,) = engine.plan(seed, 1, files, kinds, i, mutation)

@@ -298,10 +298,9 @@ def _track_table(tracks: pd.DataFrame, slices: pd.DataFrame, counters: pd.DataFr
     # Device id: "NPU {id}" label first, then the msprof pid encoding (docs/formats.md §2.2.3).
     labels = t["process_labels"].astype(str).str.extract(_NPU_LABEL, expand=False)
     dev = pd.to_numeric(labels, errors="coerce")
-    pid = pd.to_numeric(t["pid"].astype(str), errors="coerce").to_numpy(np.float64)
     sort = t["process_sort"].to_numpy()
-    # (no number, or beyond int64 - damage such as 1e400 -: no device encoded in it)
-    pid_i = np.where(np.isfinite(pid) & (np.abs(pid) < 2.0 ** 63), pid, -1).astype(np.int64)
+    # (no number, or beyond int64 - damage such as 1e400 -: 0, no device encoded in it)
+    pid_i = float_to_int64(pd.to_numeric(t["pid"].astype(str), errors="coerce"))
     layer = (pid_i >> 5) & 31
     encoded = ((pid_i >= 1024) & (layer == sort) & ((pid_i & 31) != 31)
                & (t["kind"].to_numpy() != "host"))

@@ -104,6 +104,15 @@ def kind_of(path: str, data: bytes) -> str:
     return "bytes"
 
 
+def file_kinds(files: list[tuple[str, str]], fixtures: str = FIXTURES) -> dict[str, str]:
+    """`kind_of` each input file (`input_files`), from its first 64 KiB: what `plan` needs."""
+    kinds = {}
+    for f, _ in files:
+        with open(os.path.join(fixtures, f), "rb") as fh:
+            kinds[f] = kind_of(f, fh.read(1 << 16))
+    return kinds
+
+
 # --------------------------------------------------------------------------- mutations
 
 HUGE = ["1e308", "-1e308", "1e400", "-1e400", "1" + "0" * 40, "-" + "9" * 30,
@@ -570,10 +579,7 @@ def run(seed: int, count: int, *, workers: int = 2, time_cap: float | None = Non
     """Run cases `start..start+count` of `seed` (or just the `only` indexes); `mutation`:
     that mutation alone (`plan`)."""
     files = input_files(fixtures)
-    kinds = {}
-    for f, _ in files:
-        with open(os.path.join(fixtures, f), "rb") as fh:
-            kinds[f] = kind_of(f, fh.read(1 << 16))
+    kinds = file_kinds(files, fixtures)
     cases = plan(seed, count, files, kinds, start, mutation) if only is None else \
         [c for i in only for c in plan(seed, 1, files, kinds, i, mutation)]
     ctx = multiprocessing.get_context("spawn")

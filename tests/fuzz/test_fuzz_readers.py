@@ -50,10 +50,7 @@ def test_numbers_beyond_every_range_load_or_fail_per_file():
 
 def test_plan_and_mutations_are_reproducible():
     files = engine.input_files()
-    kinds = {}
-    for f, _ in files:
-        with open(os.path.join(engine.FIXTURES, f), "rb") as fh:
-            kinds[f] = engine.kind_of(f, fh.read(1 << 16))
+    kinds = engine.file_kinds(files)
     first = engine.plan(SEED, 60, files, kinds)
     assert first == engine.plan(SEED, 60, files, kinds)
     assert first[10:20] == engine.plan(SEED, 10, files, kinds, start=10)
@@ -76,10 +73,7 @@ def test_a_case_over_its_time_limit_is_reported_as_a_hang():
 
 def test_a_campaign_draws_its_mutation_alone_and_is_reproducible():
     files = engine.input_files()
-    kinds = {}
-    for f, _ in files:
-        with open(os.path.join(engine.FIXTURES, f), "rb") as fh:
-            kinds[f] = engine.kind_of(f, fh.read(1 << 16))
+    kinds = engine.file_kinds(files)
     huge = engine.plan(SEED, 40, files, kinds, mutation="huge_numbers")
     assert {c.mutation for c in huge} == {"huge_numbers"}
     assert huge == engine.plan(SEED, 40, files, kinds, mutation="huge_numbers")
